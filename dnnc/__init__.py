@@ -1,0 +1,13 @@
+"""dnnc: a deep-learning inference compiler for NVIDIA GPUs.
+
+``dnnc.compile(model, example_inputs)`` returns a callable. Today programs run on
+the CPU reference backend; GPU backends (cuDNN, Triton) plug into the same
+pipeline.
+"""
+
+from dnnc.api import CompiledModule, compile  # noqa: A004
+from dnnc.errors import DnncError
+
+__version__ = "0.1.0"
+
+__all__ = ["CompiledModule", "DnncError", "__version__", "compile"]

@@ -1,0 +1,5 @@
+"""``python -m dnnc`` is the ``dnnc`` command."""
+
+from dnnc.cli import main
+
+main()

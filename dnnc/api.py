@@ -1,0 +1,88 @@
+"""The Python entry point: ``dnnc.compile(model, example_inputs)``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
+
+from dnnc import knobs
+from dnnc.backends.reference import ReferenceExecutor
+from dnnc.errors import DnncError
+from dnnc.ir.program import Program
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.log import say_once
+from dnnc.pipeline import CompileReport, canonicalize, export_model
+from dnnc.runtime.signature import TensorSpec, check_inputs
+
+
+class CompiledModule:
+    """A compiled program, called like the model it came from.
+
+    Inputs are checked against the compiled signature before anything runs;
+    outputs come back in the model's structure (a tensor, tuple, ...).
+    """
+
+    def __init__(self, program: Program, report: CompileReport, device: str, out_spec: Any = None):
+        self.program = program
+        self.report = report
+        self.device = device
+        self.input_specs = [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in program.input_types]
+        self._out_spec = out_spec
+        self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
+
+    def __call__(self, *args: Any) -> Any:
+        flat = pytree.tree_leaves(args)
+        check_inputs(self.input_specs, flat, self.device)
+        outputs = self._executor.run(flat)
+        if self._out_spec is None:
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return pytree.tree_unflatten(outputs, self._out_spec)
+
+    @property
+    def ir(self) -> str:
+        return self.program.text()
+
+    def save_ir(self, path: str | Path) -> Path:
+        """Write the IR and its parameters (``x.mlir`` + ``x.safetensors``)."""
+        self.program.save(path)
+        return Path(path)
+
+
+def resolve_device(device: str | None) -> str:
+    """Where the program runs. Only the CPU reference backend exists so far, and
+    dnnc says so once rather than pretending to use the GPU."""
+    device = device or knobs.get().device
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda":
+        raise DnncError("device='cuda': this dnnc build has no GPU backend yet; use device='cpu' (the reference backend)")
+    if device != "auto":
+        raise DnncError(f"unknown device {device!r}: expected 'auto', 'cpu' or 'cuda'")
+    if torch.cuda.is_available():
+        say_once("dnnc: a GPU is present but no GPU backend is built yet; running on the CPU reference backend")
+    else:
+        say_once("dnnc: no GPU found; running on the CPU reference backend")
+    return "cpu"
+
+
+def compile(  # noqa: A001 - the public name users expect
+    model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] | torch.Tensor = (), *, device: str | None = None
+) -> CompiledModule:
+    """Compile a PyTorch model (or an ExportedProgram) for the given example inputs."""
+    target = resolve_device(device)
+    report = CompileReport()
+    if isinstance(model, ExportedProgram):
+        ep = model
+    else:
+        if isinstance(example_inputs, torch.Tensor):
+            example_inputs = (example_inputs,)
+        if not example_inputs:
+            raise DnncError("dnnc.compile needs example inputs for a torch.nn.Module (their shapes and dtypes are compiled in)")
+        ep = export_model(model, example_inputs, report)
+    program = canonicalize(ep, report)
+    return CompiledModule(program, report, target, ep.call_spec.out_spec)

@@ -1,0 +1,278 @@
+"""Reference semantics, one rule per tcp op, in one table.
+
+A rule gets the op, its operand values and the ``Env`` and returns the result
+value(s). Floating values are held in the env's compute dtype (float32 or float64)
+whatever their tcp element type, so the reference is the exact answer a lower
+precision backend is compared against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+from xdsl.ir import Attribute, Operation
+
+from dnnc.ir import tcp
+from dnnc.ir.attrs import ints, scalar
+from dnnc.ir.types import is_float, shape_of, torch_dtype
+
+Value = torch.Tensor
+
+
+class Env(Protocol):
+    compute_dtype: torch.dtype | None  # None: every value in its own element type
+
+    def param(self, name: str) -> Value: ...
+
+    def run_block(self, op: tcp.IsolatedGroupOp, args: Sequence[Value]) -> list[Value]: ...
+
+
+Rule = Callable[[Operation, list[Value], Env], Value | list[Value]]
+RULES: dict[type[Operation], Rule] = {}
+
+
+def dtype_for(element: Attribute, env: Env) -> torch.dtype:
+    """The torch dtype a value of this element type is held in."""
+    if is_float(element) and env.compute_dtype is not None:
+        return env.compute_dtype
+    return torch_dtype(element)
+
+
+def rule(*op_types: type[Operation]) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for t in op_types:
+            RULES[t] = fn
+        return fn
+
+    return register
+
+
+def simple(op_type: type[Operation], fn: Callable[..., Value]) -> None:
+    RULES[op_type] = lambda op, args, env: fn(*args)
+
+
+# Sources -----------------------------------------------------------------------------
+
+
+@rule(tcp.ParamOp)
+def _param(op: tcp.ParamOp, args: list[Value], env: Env) -> Value:
+    return env.param(op.param_name)
+
+
+@rule(tcp.ConstantOp)
+def _constant(op: tcp.ConstantOp, args: list[Value], env: Env) -> Value:
+    t = op.result.type
+    return torch.full(shape_of(t), op.scalar, dtype=dtype_for(t.element_type, env))
+
+
+@rule(tcp.IotaOp)
+def _iota(op: tcp.IotaOp, args: list[Value], env: Env) -> Value:
+    t = op.result.type
+    (n,) = shape_of(t)
+    values = scalar(op.start) + scalar(op.step) * torch.arange(n, dtype=torch.int64)
+    return values.to(dtype_for(t.element_type, env))
+
+
+# Elementwise --------------------------------------------------------------------------
+
+for _op, _fn in {
+    tcp.ExpOp: torch.exp,
+    tcp.LogOp: torch.log,
+    tcp.TanhOp: torch.tanh,
+    tcp.SigmoidOp: torch.sigmoid,
+    tcp.SiluOp: F.silu,
+    tcp.SqrtOp: torch.sqrt,
+    tcp.RsqrtOp: torch.rsqrt,
+    tcp.ErfOp: torch.erf,
+    tcp.NegOp: torch.neg,
+    tcp.AbsOp: torch.abs,
+    tcp.LogicalNotOp: torch.logical_not,
+    tcp.AddOp: torch.add,
+    tcp.SubOp: torch.sub,
+    tcp.MulOp: torch.mul,
+    tcp.DivOp: torch.div,
+    tcp.MaximumOp: torch.maximum,
+    tcp.MinimumOp: torch.minimum,
+    tcp.PowOp: torch.pow,
+    tcp.LogicalAndOp: torch.logical_and,
+    tcp.LogicalOrOp: torch.logical_or,
+    tcp.SelectOp: torch.where,
+    tcp.MatmulOp: torch.mm,
+    tcp.BatchMatmulOp: torch.bmm,
+}.items():
+    simple(_op, _fn)
+
+_COMPARE = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+@rule(tcp.GeluOp)
+def _gelu(op: tcp.GeluOp, args: list[Value], env: Env) -> Value:
+    return F.gelu(args[0], approximate=op.approximate.data)
+
+
+@rule(tcp.ClampOp)
+def _clamp(op: tcp.ClampOp, args: list[Value], env: Env) -> Value:
+    (x,) = args
+    convert = float if x.is_floating_point() else int
+    lo = None if op.min is None else convert(op.min.value.data)
+    hi = None if op.max is None else convert(op.max.value.data)
+    return torch.clamp(x, lo, hi)
+
+
+@rule(tcp.CastOp)
+def _cast(op: tcp.CastOp, args: list[Value], env: Env) -> Value:
+    return args[0].to(dtype_for(op.result.type.element_type, env))
+
+
+@rule(tcp.CompareOp)
+def _compare(op: tcp.CompareOp, args: list[Value], env: Env) -> Value:
+    return _COMPARE[op.predicate.data](*args)
+
+
+# Shapes -------------------------------------------------------------------------------
+
+
+@rule(tcp.ReshapeOp)
+def _reshape(op: tcp.ReshapeOp, args: list[Value], env: Env) -> Value:
+    return args[0].reshape(shape_of(op.result))
+
+
+@rule(tcp.BroadcastOp)
+def _broadcast(op: tcp.BroadcastOp, args: list[Value], env: Env) -> Value:
+    return args[0].expand(shape_of(op.result))
+
+
+@rule(tcp.TransposeOp)
+def _transpose(op: tcp.TransposeOp, args: list[Value], env: Env) -> Value:
+    return args[0].permute(ints(op.permutation))
+
+
+@rule(tcp.ConcatOp)
+def _concat(op: tcp.ConcatOp, args: list[Value], env: Env) -> Value:
+    return torch.cat(args, dim=scalar(op.axis))
+
+
+@rule(tcp.SliceOp)
+def _slice(op: tcp.SliceOp, args: list[Value], env: Env) -> Value:
+    index = tuple(slice(b, e, s) for b, e, s in zip(ints(op.starts), ints(op.limits), ints(op.strides)))
+    return args[0][index]
+
+
+def _torch_pad_order(low: Sequence[int], high: Sequence[int]) -> list[int]:
+    """F.pad wants (last_lo, last_hi, second_last_lo, ...)."""
+    return [p for lo, hi in zip(reversed(low), reversed(high)) for p in (lo, hi)]
+
+
+@rule(tcp.PadOp)
+def _pad(op: tcp.PadOp, args: list[Value], env: Env) -> Value:
+    return F.pad(args[0], _torch_pad_order(ints(op.low), ints(op.high)), value=scalar(op.value))
+
+
+@rule(tcp.GatherOp)
+def _gather(op: tcp.GatherOp, args: list[Value], env: Env) -> Value:
+    x, idx = args
+    axis = scalar(op.axis)
+    n = x.shape[axis]
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"tcp.gather: index out of range [0, {n}) (min {int(idx.min())}, max {int(idx.max())})")
+    return torch.index_select(x, axis, idx.reshape(-1).long()).reshape(shape_of(op.result))
+
+
+# Neural-network ops -------------------------------------------------------------------
+
+
+def _spatial_pad(padding: Sequence[int]) -> list[int]:
+    top, bottom, left, right = padding
+    return [left, right, top, bottom]
+
+
+@rule(tcp.Conv2dOp)
+def _conv2d(op: tcp.Conv2dOp, args: list[Value], env: Env) -> Value:
+    x, w = args
+    pad = ints(op.padding)
+    if pad[0] == pad[1] and pad[2] == pad[3]:
+        padding: tuple[int, int] = (pad[0], pad[2])
+    else:
+        x, padding = F.pad(x, _spatial_pad(pad)), (0, 0)
+    return F.conv2d(x, w, None, ints(op.stride), padding, ints(op.dilation), scalar(op.groups))
+
+
+def _crop_to(y: Value, op: Operation) -> Value:
+    """Explicit padding can let ceil_mode produce a trailing window PyTorch's rule drops."""
+    ho, wo = shape_of(op.results[0])[2:]
+    return y[:, :, :ho, :wo]
+
+
+@rule(tcp.MaxPool2dOp)
+def _max_pool2d(op: tcp.MaxPool2dOp, args: list[Value], env: Env) -> Value:
+    (x,) = args
+    xp = F.pad(x, _spatial_pad(ints(op.padding)), value=float("-inf"))
+    y = F.max_pool2d(xp, ints(op.kernel), ints(op.stride), 0, ints(op.dilation), bool(scalar(op.ceil_mode)))
+    return _crop_to(y, op)
+
+
+@rule(tcp.AvgPool2dOp)
+def _avg_pool2d(op: tcp.AvgPool2dOp, args: list[Value], env: Env) -> Value:
+    (x,) = args
+    pad = _spatial_pad(ints(op.padding))
+    kernel, stride, ceil = ints(op.kernel), ints(op.stride), bool(scalar(op.ceil_mode))
+
+    def window_sum(t: Value) -> Value:
+        return F.avg_pool2d(t, kernel, stride, 0, ceil, count_include_pad=False, divisor_override=1)
+
+    # The divisor counts the window's elements inside the padded input
+    # (count_include_pad) or inside the real input only.
+    mask = torch.ones_like(x[:1, :1])
+    mask = F.pad(mask, pad, value=1.0 if scalar(op.count_include_pad) else 0.0)
+    y = window_sum(F.pad(x, pad)) / window_sum(mask)
+    return _crop_to(y, op)
+
+
+@rule(tcp.SoftmaxOp)
+def _softmax(op: tcp.SoftmaxOp, args: list[Value], env: Env) -> Value:
+    return torch.softmax(args[0], dim=scalar(op.axis))
+
+
+@rule(tcp.LayerNormOp)
+def _layer_norm(op: tcp.LayerNormOp, args: list[Value], env: Env) -> Value:
+    x, w, b = args
+    return F.layer_norm(x, x.shape[scalar(op.axis) :], w, b, scalar(op.epsilon))
+
+
+@rule(tcp.BatchNormOp)
+def _batch_norm(op: tcp.BatchNormOp, args: list[Value], env: Env) -> Value:
+    x, scale, offset, mean, var = args
+    return F.batch_norm(x, mean, var, scale, offset, False, 0.0, scalar(op.epsilon))
+
+
+# Reductions ---------------------------------------------------------------------------
+
+
+def _reduction(fn: Callable[..., Value]) -> Rule:
+    def run(op: Operation, args: list[Value], env: Env) -> Value:
+        assert isinstance(op, tcp.ReduceOp)
+        return fn(args[0], dim=ints(op.axes), keepdim=bool(scalar(op.keepdim)))
+
+    return run
+
+
+def _amax(x: Value, dim: Sequence[int], keepdim: bool) -> Value:
+    if x.dtype == torch.bool:
+        return torch.amax(x.to(torch.uint8), dim=dim, keepdim=keepdim).bool()
+    return torch.amax(x, dim=dim, keepdim=keepdim)
+
+
+RULES[tcp.ReduceSumOp] = _reduction(torch.sum)
+RULES[tcp.ReduceMaxOp] = _reduction(_amax)
+RULES[tcp.ReduceMeanOp] = _reduction(torch.mean)
+
+
+# Regions ------------------------------------------------------------------------------
+
+
+@rule(tcp.IsolatedGroupOp)
+def _isolated_group(op: tcp.IsolatedGroupOp, args: list[Value], env: Env) -> list[Value]:
+    return env.run_block(op, args)

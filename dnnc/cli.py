@@ -1,0 +1,242 @@
+"""The ``dnnc`` command: thin wrappers that parse arguments and call the API."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from dnnc import knobs
+from dnnc.errors import DnncError, PassError
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program, params_path_for
+from dnnc.ir.types import describe, element_of, shape_of, torch_dtype
+
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Show dnnc's own errors as one clear message, without a traceback."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except DnncError as e:
+            raise click.ClickException(str(e)) from None
+
+    return run
+
+
+@click.group()
+@click.version_option(package_name="dnnc")
+def main() -> None:
+    """dnnc: compile deep-learning models for inference."""
+    from dnnc.log import configure
+
+    configure()
+
+
+# compile ------------------------------------------------------------------------------
+
+
+@main.command("compile")
+@click.argument("model")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="IR file to write (default: FACTORY.mlir).")
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where the program will run.")
+@click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
+@click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
+@user_errors
+def compile_command(model: str, output: Path | None, factory_args: tuple[str, ...], device: str | None, dump_dir: Path | None, check: bool) -> None:
+    """Compile MODEL (path/to/file.py:factory or package.module:factory).
+
+    The factory returns (model, example_inputs); the program is compiled for those
+    shapes and dtypes. Writes the IR and its parameters (.safetensors) and prints
+    a summary of what was compiled.
+    """
+    import dnnc
+    from dnnc.model_loader import load_model, parse_kwargs
+
+    with knobs.override(dump_dir=dump_dir) if dump_dir else contextlib.nullcontext():
+        started = time.perf_counter()
+        module, inputs, name = load_model(model, parse_kwargs(factory_args))
+        console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
+        compiled = dnnc.compile(module, inputs, device=device)
+    output = output or Path(f"{name}.mlir")
+    compiled.save_ir(output)
+    _print_summary(compiled, output)
+    if check:
+        _check_against_eager(compiled, module, inputs)
+
+
+def _print_summary(compiled: Any, output: Path) -> None:
+    program: Program = compiled.program
+    stages = Table(title="stages", title_justify="left")
+    for column in ("stage", "seconds", "ops"):
+        stages.add_column(column, justify="left" if column == "stage" else "right")
+    for s in compiled.report.stages:
+        stages.add_row(s.name, f"{s.seconds:.3f}", str(s.ops) if s.ops else "")
+    ops = Table(title="ops (canonical)", title_justify="left")
+    ops.add_column("op")
+    ops.add_column("count", justify="right")
+    for name, count in Counter(op.name for op in program.entry.body.walk()).most_common():
+        ops.add_row(name, str(count))
+    console.print(stages, ops)
+    signature = ", ".join(describe(t) for t in program.input_types) + " -> " + ", ".join(describe(t) for t in program.output_types)
+    console.print(f"signature: {signature}")
+    console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
+    console.print(f"backend: CPU reference ({compiled.device})")
+    console.print(f"wrote {output} and {params_path_for(output)}")
+
+
+def _random_like(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    if t.dtype.is_floating_point:
+        return torch.randn(t.shape, generator=generator).to(t.dtype)
+    if t.dtype == torch.bool:
+        return torch.randint(0, 2, t.shape, generator=generator).bool()
+    lo, hi = (int(t.min()), int(t.max()) + 1) if t.numel() else (0, 1)
+    return torch.randint(lo, max(hi, lo + 1), t.shape, generator=generator).to(t.dtype)
+
+
+def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[Any, ...]) -> None:
+    """Fresh random inputs shaped like the examples (integers within their range)."""
+    g = torch.Generator().manual_seed(int(time.time()))
+    fresh = tuple(_random_like(x, g) if isinstance(x, torch.Tensor) else x for x in example)
+    with torch.no_grad():
+        expected = module(*fresh)
+    got = compiled(*fresh)
+    expected_t = expected if isinstance(expected, torch.Tensor) else expected[0]
+    got_t = got if isinstance(got, torch.Tensor) else got[0]
+    err = ((got_t.double() - expected_t.double()).norm() / expected_t.double().norm().clamp_min(1e-30)).item()
+    tolerance = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(expected_t.dtype, 0.0)
+    verdict = "[green]matches[/green]" if err <= tolerance else "[red]DIFFERS from[/red]"
+    console.print(f"check: {verdict} PyTorch eager on fresh random inputs (relative error {err:.2e}, tolerance {tolerance:.0e})")
+    if err > tolerance:
+        raise click.ClickException("compiled program does not match PyTorch eager")
+
+
+# run ----------------------------------------------------------------------------------
+
+
+@main.command("run")
+@click.argument("ir_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--params", "params_file", type=click.Path(dir_okay=False, path_type=Path), help="Parameters (default: IR_FILE with .safetensors).")
+@click.option("--input", "inputs", multiple=True, metavar="SPEC", help="1x3xf32=0.5, 2xi64=1,2, @x.npy or 1x3xf32=random (repeatable, in order).")
+@click.option("--output", "outputs", multiple=True, metavar="FILE.npy", help="Write output i to the i-th file.")
+@click.option("--precision", type=click.Choice(["float32", "float64"]), default=None, help="Reference backend compute precision.")
+@user_errors
+def run_command(ir_file: Path, params_file: Path | None, inputs: tuple[str, ...], outputs: tuple[str, ...], precision: str | None) -> None:
+    """Run compiled IR on the CPU reference backend, iree-run-module style."""
+    from dnnc.backends.reference import ReferenceExecutor
+    from dnnc.inputs import parse_input, save_npy
+    from dnnc.runtime.signature import TensorSpec, check_inputs
+
+    program = Program.load(ir_file, params_file)
+    tensors = [parse_input(spec, seed=i) for i, spec in enumerate(inputs)]
+    specs = [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in program.input_types]
+    check_inputs(specs, tensors)
+    if len(outputs) > len(program.output_types):
+        raise DnncError(f"{len(outputs)} --output files given for {len(program.output_types)} outputs")
+    executor = ReferenceExecutor(program, precision or knobs.get().reference_precision)
+    results = executor.run(tensors)
+    for i, (result, t) in enumerate(zip(results, program.output_types)):
+        out.print(f"result[{i}]: {describe(t)}")
+        out.print(_preview(result))
+        if i < len(outputs):
+            save_npy(result, outputs[i])
+
+
+def _preview(t: torch.Tensor, count: int = 8) -> str:
+    flat = t.reshape(-1)
+    shown = ", ".join(f"{v:.6g}" if t.is_floating_point() else str(v) for v in flat[:count].tolist())
+    more = ", ..." if flat.numel() > count else ""
+    stats = f"  (min {t.min().item():.6g}, max {t.max().item():.6g})" if t.is_floating_point() and t.numel() else ""
+    return f"  [{shown}{more}]{stats}"
+
+
+# opt ----------------------------------------------------------------------------------
+
+
+@main.command("opt")
+@click.argument("input_file", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-p", "--passes", "pipeline", default="", help="Comma-separated passes, e.g. fold-batchnorm,dce.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Output IR (default stdout).")
+@click.option("--params", "params_file", type=click.Path(dir_okay=False, path_type=Path), help="Parameter values, for passes that need them.")
+@click.option("--params-out", type=click.Path(dir_okay=False, path_type=Path), help="Write the parameters after the passes here.")
+@click.option("--random-params", is_flag=True, help="Give parameters without a stored value random values (for testing passes).")
+@click.option("--verify-each/--no-verify-each", default=True, show_default=True, help="Verify the IR after every pass.")
+@user_errors
+def opt_command(
+    input_file: str, pipeline: str, output: str, params_file: Path | None, params_out: Path | None, random_params: bool, verify_each: bool
+) -> None:
+    """Run passes over textual IR (like mlir-opt): read, transform, print."""
+    from dnnc.ir.text import parse_ir, print_ir
+    from dnnc.passes import ParamPass, parse_passes
+    from dnnc.pipeline import run_passes
+
+    if input_file == "-":
+        text, source = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(input_file)
+        if not path.is_file():
+            raise DnncError(f"IR file {path} does not exist")
+        text, source = path.read_text(), str(path)
+        if params_file is None and params_path_for(path).is_file():
+            params_file = params_path_for(path)
+    module = parse_ir(text, source)
+    params = ParamStore.load(params_file) if params_file else ParamStore()
+    program = Program(module, params)
+    if random_params:
+        _fill_random(program)
+    passes = parse_passes(pipeline) if pipeline else []
+    missing = [op.param_name for op in program.param_ops() if op.param_name not in params]
+    needing = [p.name for p in passes if isinstance(p, ParamPass)]
+    if missing and needing:
+        raise PassError(f"{needing[0]} needs parameter values; @{missing[0]} has none (give --params or --random-params)")
+    run_passes(program, passes, verify_each=verify_each)
+    result = print_ir(program.module)
+    if output == "-":
+        sys.stdout.write(result)
+    else:
+        Path(output).write_text(result)
+    if params_out is not None:
+        program.params.save(params_out)
+
+
+def _fill_random(program: Program) -> None:
+    g = torch.Generator().manual_seed(0)
+    for op in program.param_ops():
+        if op.param_name not in program.params:
+            dtype = torch_dtype(element_of(op.result))
+            shape = shape_of(op.result)
+            value = torch.rand(shape, generator=g) + 0.5 if dtype.is_floating_point else torch.randint(0, 2, shape, generator=g)
+            program.params.add(op.param_name, value.to(dtype))
+
+
+# ops ----------------------------------------------------------------------------------
+
+
+@main.command("ops")
+def ops_command() -> None:
+    """List the tcp ops and the ATen ops the importer accepts."""
+    from dnnc.frontend.aten import IMPORT_RULES
+    from dnnc.ir.tcp import ALL_OPS
+
+    out.print("tcp ops: " + ", ".join(op.name for op in ALL_OPS))
+    out.print("ATen ops: " + ", ".join(sorted(str(t) for t in IMPORT_RULES)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""Errors dnnc raises for bad input. Each message names the op, shape or file and
+what was expected; the CLI prints them without a traceback."""
+
+from __future__ import annotations
+
+
+class DnncError(Exception):
+    """Base of every user-facing dnnc error."""
+
+
+class UnsupportedOpError(DnncError):
+    """The importer met an op (or an argument of it) it has no rule for."""
+
+
+class IRError(DnncError):
+    """Textual IR that does not parse or does not verify."""
+
+
+class ParamError(DnncError):
+    """A parameter store that does not match the IR that uses it."""
+
+
+class InputError(DnncError):
+    """Run-time inputs that do not match what the program was compiled for."""
+
+
+class PassError(DnncError):
+    """An unknown pass, bad pass options, or a pass that left invalid IR."""
+
+
+class ModelLoadError(DnncError):
+    """A model given as ``file.py:factory`` that cannot be loaded."""

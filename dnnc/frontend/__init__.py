@@ -1,0 +1,1 @@
+"""Frontends: turn models from other frameworks into tcp programs."""

@@ -1,0 +1,213 @@
+"""Matmuls, convolution, norms, softmax and pooling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.ir import SSAValue
+
+from dnnc.frontend.aten.elementwise import binary
+from dnnc.frontend.aten.registry import aten, normalize_axis, rule
+from dnnc.frontend.aten.reductions import reduce
+from dnnc.frontend.emitter import Emitter, Unavailable
+from dnnc.ir import tcp
+from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
+from dnnc.ir.types import element_of, shape_of
+
+
+def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
+    if values is None or (isinstance(values, (list, tuple)) and len(values) == 0):
+        values = default
+    if isinstance(values, int):
+        values = [values]
+    values = list(values)
+    if len(values) == 1:
+        values = values * 2
+    if len(values) != 2:
+        em.unsupported(f"{name} {values} (2-D only)")
+    return [int(v) for v in values]
+
+
+@rule(aten.mm.default)
+def mm(em: Emitter, self: Any, mat2: Any) -> SSAValue:
+    return em.build(tcp.MatmulOp, [em.value(self), em.value(mat2)])
+
+
+@rule(aten.bmm.default)
+def bmm(em: Emitter, self: Any, mat2: Any) -> SSAValue:
+    return em.build(tcp.BatchMatmulOp, [em.value(self), em.value(mat2)])
+
+
+@rule(aten.addmm.default)
+def addmm(em: Emitter, self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> SSAValue:
+    """beta * self + alpha * (mat1 @ mat2): a matmul and a broadcast bias add."""
+    product = em.build(tcp.MatmulOp, [em.value(mat1), em.value(mat2)])
+    if alpha != 1:
+        product = binary(em, tcp.MulOp, product, alpha)
+    if beta == 0:
+        return product
+    bias = em.value(self) if beta == 1 else binary(em, tcp.MulOp, self, beta)
+    return binary(em, tcp.AddOp, product, bias)
+
+
+@rule(aten.convolution.default)
+def convolution(
+    em: Emitter,
+    input: Any,  # noqa: A002 - ATen's names
+    weight: Any,
+    bias: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    transposed: bool,
+    output_padding: Any,
+    groups: int,
+) -> SSAValue:
+    if transposed:
+        em.unsupported("transposed convolution")
+    x, w = em.value(input), em.value(weight)
+    rank = len(shape_of(x))
+    if rank == 3:  # conv1d as a conv2d over a height of 1
+        x = em.reshape(x, (shape_of(x)[0], shape_of(x)[1], 1, shape_of(x)[2]))
+        w = em.reshape(w, (*shape_of(w)[:2], 1, shape_of(w)[2]))
+        stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
+    elif rank != 4:
+        em.unsupported(f"{rank - 2}-D convolution (only 1-D and 2-D are supported)")
+    ph, pw = _pair(em, padding, "padding")
+    y = em.build(
+        tcp.Conv2dOp,
+        [x, w],
+        stride=i64_array(_pair(em, stride, "stride")),
+        padding=i64_array([ph, ph, pw, pw]),
+        dilation=i64_array(_pair(em, dilation, "dilation")),
+        groups=int_attr(groups),
+    )
+    if bias is not None:
+        channels = shape_of(y)[1]
+        b = em.reshape(em.value(bias), (1, channels, 1, 1))
+        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
+    return em.reshape(y, shape_of(em.result_type()))
+
+
+def _vector_or(em: Emitter, arg: Any, channels: int, element: Any, fill: float) -> SSAValue:
+    return em.value(arg) if arg is not None else em.constant(fill, (channels,), element)
+
+
+@rule(aten._native_batch_norm_legit_no_training.default)
+def batch_norm(
+    em: Emitter, input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, momentum: Any, eps: float  # noqa: A002
+) -> tuple[object, ...]:
+    x = em.value(input)
+    channels, element = shape_of(x)[1], element_of(x)
+    operands = [
+        x,
+        _vector_or(em, weight, channels, element, 1.0),
+        _vector_or(em, bias, channels, element, 0.0),
+        em.value(running_mean),
+        em.value(running_var),
+    ]
+    y = em.build(tcp.BatchNormOp, operands, epsilon=float_attr(eps))
+    return y, Unavailable("the batch mean"), Unavailable("the batch inverse std")
+
+
+@rule(aten._native_batch_norm_legit.default, aten.native_batch_norm.default, aten._native_batch_norm_legit_functional.default)
+def batch_norm_training(em: Emitter, **_: Any) -> SSAValue:
+    em.unsupported("batch norm in training mode (call model.eval() before exporting)")
+
+
+@rule(aten.native_layer_norm.default)
+def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple[object, ...]:  # noqa: A002
+    x = em.value(input)
+    shape, element = shape_of(x), element_of(x)
+    axis = len(shape) - len(normalized_shape)
+    norm_shape = shape[axis:]
+    w = em.value(weight) if weight is not None else em.constant(1.0, norm_shape, element)
+    b = em.value(bias) if bias is not None else em.constant(0.0, norm_shape, element)
+    y = em.build(tcp.LayerNormOp, [x, w, b], axis=int_attr(axis), epsilon=float_attr(eps))
+    return y, Unavailable("the layer-norm mean"), Unavailable("the layer-norm inverse std")
+
+
+@rule(aten._softmax.default)
+def softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
+    out = em.result_type()
+    x = em.cast(em.value(self), out.element_type)
+    return em.build(tcp.SoftmaxOp, [x], axis=int_attr(normalize_axis(em, dim, len(shape_of(x)))))
+
+
+@rule(aten._log_softmax.default)
+def log_softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
+    """x - max - log(sum(exp(x - max))), the numerically stable form."""
+    out = em.result_type()
+    x = em.cast(em.value(self), out.element_type)
+    shape = shape_of(x)
+    axis = normalize_axis(em, dim, len(shape))
+    shifted = em.build(tcp.SubOp, [x, em.broadcast_to(reduce(em, tcp.ReduceMaxOp, x, [axis], True), shape)])
+    total = reduce(em, tcp.ReduceSumOp, em.build(tcp.ExpOp, [shifted]), [axis], True)
+    return em.build(tcp.SubOp, [shifted, em.broadcast_to(em.build(tcp.LogOp, [total]), shape)])
+
+
+@rule(aten.max_pool2d_with_indices.default, aten.max_pool2d.default)
+def max_pool2d(
+    em: Emitter, self: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False
+) -> object:
+    kernel = _pair(em, kernel_size, "kernel_size")
+    ph, pw = _pair(em, padding, "padding")
+    y = em.build(
+        tcp.MaxPool2dOp,
+        [em.value(self)],
+        kernel=i64_array(kernel),
+        stride=i64_array(_pair(em, stride, "stride", kernel)),
+        padding=i64_array([ph, ph, pw, pw]),
+        dilation=i64_array(_pair(em, dilation, "dilation")),
+        ceil_mode=bool_attr(ceil_mode),
+    )
+    if em.node is not None and em.node.target == aten.max_pool2d.default:
+        return y
+    return y, Unavailable("the max-pool indices")
+
+
+@rule(aten.avg_pool2d.default)
+def avg_pool2d(
+    em: Emitter,
+    self: Any,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Any = None,
+) -> SSAValue:
+    if divisor_override is not None:
+        em.unsupported("avg_pool2d with divisor_override")
+    kernel = _pair(em, kernel_size, "kernel_size")
+    ph, pw = _pair(em, padding, "padding")
+    return em.build(
+        tcp.AvgPool2dOp,
+        [em.value(self)],
+        kernel=i64_array(kernel),
+        stride=i64_array(_pair(em, stride, "stride", kernel)),
+        padding=i64_array([ph, ph, pw, pw]),
+        ceil_mode=bool_attr(ceil_mode),
+        count_include_pad=bool_attr(count_include_pad),
+    )
+
+
+@rule(aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default)
+def adaptive_avg_pool2d(em: Emitter, self: Any, output_size: Any) -> SSAValue:
+    x = em.value(self)
+    h, w = shape_of(x)[-2:]
+    oh, ow = _pair(em, output_size, "output_size")
+    if (oh, ow) == (1, 1):
+        return reduce(em, tcp.ReduceMeanOp, x, [len(shape_of(x)) - 2, len(shape_of(x)) - 1], True)
+    if h % oh or w % ow or len(shape_of(x)) != 4:
+        em.unsupported(f"adaptive average pooling from {h}x{w} to {oh}x{ow} (sizes must divide)")
+    kernel = i64_array([h // oh, w // ow])
+    return em.build(
+        tcp.AvgPool2dOp,
+        [x],
+        kernel=kernel,
+        stride=kernel,
+        padding=i64_array([0, 0, 0, 0]),
+        ceil_mode=bool_attr(False),
+        count_include_pad=bool_attr(True),
+    )

@@ -1,0 +1,129 @@
+"""The importer's builder: values of fx nodes, scalars as constants, and errors
+that point at the user's source line. Op construction itself is TcpBuilder's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+import torch
+import torch.fx
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from dnnc.errors import UnsupportedOpError
+from dnnc.frontend.source_location import locate
+from dnnc.ir import tcp
+from dnnc.ir.builder import TcpBuilder
+from dnnc.ir.params import ParamStore
+from dnnc.ir.types import UnsupportedDtypeError, element_type, tensor_type
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """An output of a multi-result ATen op that dnnc does not compute (e.g. the
+    indices of max_pool2d_with_indices); using it is an import error."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class PendingParam:
+    """A stored tensor not referenced yet; it becomes a ``tcp.param`` at first use,
+    so parameters appear next to the code that needs them."""
+
+    name: str
+    tensor: torch.Tensor
+
+
+class Emitter(TcpBuilder):
+    def __init__(self, block: Block, params: ParamStore):
+        super().__init__(TcpBuilder.at_end(block).insert_point)
+        self.params = params
+        self.values: dict[torch.fx.Node, object] = {}
+        self.node: torch.fx.Node | None = None
+        self._param_values: dict[str, SSAValue] = {}
+
+    # Errors ---------------------------------------------------------------------------
+
+    def unsupported(self, reason: str, node: torch.fx.Node | None = None) -> NoReturn:
+        """Stop the import, naming the ATen op and where the user's code called it."""
+        node = node or self.node
+        op = str(node.target) if node is not None else "<graph>"
+        where = locate(node) if node is not None else None
+        raise UnsupportedOpError(f"{op}: {reason}" + (f"\n  at {where}" if where else ""))
+
+    def build(self, op_type: type[tcp.TcpOp], operands: Sequence[SSAValue | Sequence[SSAValue]], **props: Attribute) -> SSAValue:
+        try:
+            return super().build(op_type, operands, **props)
+        except VerifyException as e:
+            self.unsupported(f"cannot express as {op_type.name}: {e}")
+
+    def typed(self, op_type: type[Operation], operands: Sequence[SSAValue], result: TensorType) -> SSAValue:
+        try:
+            return super().typed(op_type, operands, result)
+        except VerifyException as e:
+            self.unsupported(str(e))
+
+    def broadcast_to(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        try:
+            return super().broadcast_to(v, shape)
+        except VerifyException as e:
+            self.unsupported(str(e))
+
+    # Values of the exported graph -------------------------------------------------------
+
+    def value(self, arg: object) -> SSAValue:
+        """The tcp value of a tensor argument (an fx node or a value built already)."""
+        if isinstance(arg, SSAValue):
+            return arg
+        if not isinstance(arg, torch.fx.Node):
+            self.unsupported(f"expected a tensor argument, got {arg!r}")
+        v = self.values[arg]
+        if isinstance(v, PendingParam):
+            v = self.values[arg] = self.param(v.name, v.tensor)
+        if isinstance(v, Unavailable):
+            self.unsupported(f"uses {v.what}, which dnnc does not compute", arg)
+        if not isinstance(v, SSAValue):
+            self.unsupported(f"expected a tensor argument, got {type(v).__name__}")
+        return v
+
+    def meta(self, arg: object) -> torch.Tensor:
+        val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor):
+            self.unsupported("has no static tensor metadata (dynamic shapes are not supported)")
+        return val
+
+    def result_type(self, node: torch.fx.Node | None = None) -> TensorType:
+        val = self.meta(node or self.node)
+        try:
+            return tensor_type(val.shape, val.dtype)
+        except UnsupportedDtypeError as e:
+            self.unsupported(str(e))
+
+    def param(self, name: str, tensor: torch.Tensor) -> SSAValue:
+        if name not in self._param_values:
+            try:
+                t = tensor_type(tensor.shape, tensor.dtype)
+            except UnsupportedDtypeError as e:
+                raise UnsupportedOpError(f"parameter {name}: {e}") from None
+            self.params.add(name, tensor)
+            self._param_values[name] = self.emit(tcp.ParamOp(name, t))
+        return self._param_values[name]
+
+    def operand(self, arg: object, shape: Sequence[int], element: Attribute) -> SSAValue:
+        """A tensor or Python scalar argument as a value of exactly this shape and type."""
+        if isinstance(arg, (bool, int, float)):
+            return self.constant(arg, shape, element)
+        return self.broadcast_to(self.cast(self.value(arg), element), shape)
+
+    def promoted_element(self, a: object, b: object) -> Attribute:
+        """The element type PyTorch computes ``a <op> b`` in (tensors or scalars)."""
+        ma = self.meta(a) if isinstance(a, torch.fx.Node) else a
+        mb = self.meta(b) if isinstance(b, torch.fx.Node) else b
+        try:
+            return element_type(torch.result_type(ma, mb))  # type: ignore[arg-type]
+        except UnsupportedDtypeError as e:
+            self.unsupported(str(e))

@@ -1,0 +1,80 @@
+"""Tensors from command-line specs, in iree-run-module's style:
+
+    1x3x224x224xf32=0.5        every element 0.5
+    2x2xi64=1,2,3,4            the given values, row-major
+    @image.npy                 a NumPy file (dtype and shape from the file)
+    1x3xf32=@values.npy        a NumPy file that must have this shape and type
+    1x3xf32=random             dnnc's extension: normal(0, 1) (integers: 0..9)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dnnc.errors import InputError
+from dnnc.ir.types import UnsupportedDtypeError, element_from_name, torch_dtype
+
+_TYPE = re.compile(r"^(?P<dims>(\d+x)*)(?P<elem>[a-z]+\d*)$")
+
+
+def parse_type(text: str) -> tuple[tuple[int, ...], torch.dtype]:
+    m = _TYPE.match(text)
+    if not m:
+        raise InputError(f"input type {text!r}: expected DIMSxTYPE like 1x3x224x224xf32")
+    dims = tuple(int(d) for d in m["dims"].split("x") if d)
+    try:
+        return dims, torch_dtype(element_from_name(m["elem"]))
+    except UnsupportedDtypeError as e:
+        raise InputError(f"input type {text!r}: {e}") from None
+
+
+def load_npy(path: str) -> torch.Tensor:
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"input file {file} does not exist")
+    try:
+        array = np.load(file, allow_pickle=False)
+    except (ValueError, OSError) as e:
+        raise InputError(f"input file {file} is not a readable .npy file: {e}") from None
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def parse_input(spec: str, seed: int = 0) -> torch.Tensor:
+    if spec.startswith("@"):
+        return load_npy(spec[1:])
+    type_text, sep, value = spec.partition("=")
+    if not sep:
+        raise InputError(f"input {spec!r}: expected TYPE=VALUE (e.g. 1x3xf32=0.5) or @file.npy")
+    shape, dtype = parse_type(type_text)
+    if value.startswith("@"):
+        tensor = load_npy(value[1:])
+        if tuple(tensor.shape) != shape or tensor.dtype != dtype:
+            raise InputError(f"input {spec!r}: file holds {list(tensor.shape)} {tensor.dtype}, expected {list(shape)} {dtype}")
+        return tensor
+    if value == "random":
+        g = torch.Generator().manual_seed(seed)
+        if dtype.is_floating_point:
+            return torch.randn(shape, generator=g).to(dtype)
+        return torch.randint(0, 2 if dtype == torch.bool else 10, shape, generator=g).to(dtype)
+    try:
+        values = [float(v) for v in value.split(",")]
+    except ValueError:
+        raise InputError(f"input {spec!r}: {value!r} is not a number, a comma-separated list, @file.npy or random") from None
+    if len(values) == 1:
+        return torch.full(shape, values[0], dtype=dtype)
+    count = int(np.prod(shape)) if shape else 1
+    if len(values) != count:
+        raise InputError(f"input {spec!r}: {len(values)} values given for {count} elements")
+    return torch.tensor(values, dtype=torch.float64).reshape(shape).to(dtype)
+
+
+def save_npy(tensor: torch.Tensor, path: str) -> None:
+    path = path.removeprefix("@")
+    t = tensor.detach().cpu()
+    if t.dtype == torch.bfloat16:  # NumPy has no bfloat16
+        t = t.float()
+    np.save(path, t.numpy())

@@ -1,0 +1,1 @@
+"""dnnc's intermediate representation: dialects over xDSL, types, text I/O, programs."""

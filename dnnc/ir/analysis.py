@@ -1,0 +1,38 @@
+"""Facts about values that several passes need."""
+
+from __future__ import annotations
+
+from xdsl.ir import Block, SSAValue
+
+from dnnc.ir import tcp
+
+SOURCE_OPS = (tcp.ParamOp, tcp.ConstantOp, tcp.IotaOp)
+
+
+def compile_time_values(block: Block) -> set[SSAValue]:
+    """Values computable before any input is known: sources, and pure tcp ops whose
+    operands are all compile-time (isolated groups are left to their backend)."""
+    known: set[SSAValue] = set()
+    for op in block.ops:
+        if isinstance(op, SOURCE_OPS) or (
+            isinstance(op, tcp.TcpOp)
+            and not isinstance(op, (tcp.IsolatedGroupOp, tcp.YieldOp))
+            and op.operands
+            and all(v in known for v in op.operands)
+        ):
+            known.update(op.results)
+    return known
+
+
+def is_compile_time(value: SSAValue) -> bool:
+    owner = value.owner
+    if isinstance(owner, SOURCE_OPS):
+        return True
+    if not isinstance(owner, tcp.TcpOp) or isinstance(owner, tcp.IsolatedGroupOp) or not owner.operands:
+        return False
+    return all(is_compile_time(v) for v in owner.operands)
+
+
+def has_one_use(value: SSAValue) -> bool:
+    uses = iter(value.uses)
+    return next(uses, None) is not None and next(uses, None) is None

@@ -1,0 +1,87 @@
+"""Every setting dnnc reads, typed, in one place.
+
+Environment variables are read here and nowhere else. Code asks ``knobs.get()``;
+tests and the CLI change settings with ``knobs.override(...)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["float32", "float64"]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    device: Device = "auto"
+    """Where compiled programs run: ``auto`` picks the GPU when a GPU backend exists. (DNNC_DEVICE)"""
+    reference_precision: Precision = "float32"
+    """Precision the CPU reference backend computes floating values in. (DNNC_REFERENCE_PRECISION)"""
+    verify_each_pass: bool = True
+    """Run the IR verifier after every pass, naming the pass that broke it. (DNNC_VERIFY_EACH_PASS)"""
+    dump_dir: Path | None = None
+    """Write the IR of every stage to this directory. (DNNC_DUMP_DIR)"""
+    log_level: str = "WARNING"
+    """Level of the ``dnnc`` logger. (DNNC_LOG_LEVEL)"""
+
+
+_ENV = {
+    "device": "DNNC_DEVICE",
+    "reference_precision": "DNNC_REFERENCE_PRECISION",
+    "verify_each_pass": "DNNC_VERIFY_EACH_PASS",
+    "dump_dir": "DNNC_DUMP_DIR",
+    "log_level": "DNNC_LOG_LEVEL",
+}
+_CHOICES = {"device": ("auto", "cpu", "cuda"), "reference_precision": ("float32", "float64")}
+
+
+def _parse(field: str, raw: str) -> object:
+    if field == "verify_each_pass":
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+    if field == "dump_dir":
+        return Path(raw) if raw else None
+    if field in _CHOICES and raw not in _CHOICES[field]:
+        raise ValueError(f"{_ENV[field]}={raw!r}: expected one of {', '.join(_CHOICES[field])}")
+    return raw
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> Knobs:
+    environ = os.environ if environ is None else environ
+    values = {field: _parse(field, environ[var]) for field, var in _ENV.items() if var in environ}
+    return Knobs(**values)  # type: ignore[arg-type]
+
+
+_current: Knobs | None = None
+
+
+def get() -> Knobs:
+    global _current
+    if _current is None:
+        _current = from_env()
+    return _current
+
+
+@contextlib.contextmanager
+def override(**changes: object) -> Iterator[Knobs]:
+    """Change settings for the duration of a block (validated like the environment)."""
+    global _current
+    previous = get()
+    for field, value in changes.items():
+        if field in _CHOICES and value not in _CHOICES[field]:
+            raise ValueError(f"{field}={value!r}: expected one of {', '.join(_CHOICES[field])}")
+    _current = dataclasses.replace(previous, **changes)  # type: ignore[arg-type]
+    try:
+        yield _current
+    finally:
+        _current = previous

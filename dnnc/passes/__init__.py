@@ -1,0 +1,37 @@
+"""dnnc's passes, one per file, and the registry that names them."""
+
+from __future__ import annotations
+
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from dnnc.errors import PassError
+from dnnc.passes.base import ParamPass, PatternPass
+from dnnc.passes.dce import DeadCodeElimination
+from dnnc.passes.fold_batchnorm import FoldBatchNorm
+from dnnc.passes.fold_params import FoldParams
+from dnnc.passes.simplify_shapes import SimplifyShapes
+
+PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (FoldBatchNorm, SimplifyShapes, FoldParams, DeadCodeElimination)}
+
+
+def parse_passes(spec: str) -> list[ModulePass]:
+    """``"fold-batchnorm,dce"`` (xDSL pipeline syntax, options in braces) to passes."""
+    passes: list[ModulePass] = []
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as e:  # derives from BaseException, so name it
+        raise PassError(f"cannot parse pass pipeline {spec!r}: {e}") from None
+    for s in specs:
+        cls = PASSES.get(s.name)
+        if cls is None:
+            raise PassError(f"unknown pass {s.name!r}; known passes: {', '.join(sorted(PASSES))}")
+        try:
+            passes.append(cls.from_spec(s))
+        except (ArgSpecParseError, ValueError, TypeError) as e:
+            raise PassError(f"bad options for pass {s.name!r}: {e}") from None
+    return passes
+
+
+__all__ = ["PASSES", "DeadCodeElimination", "FoldBatchNorm", "FoldParams", "ParamPass", "PatternPass", "SimplifyShapes", "parse_passes"]

@@ -1,0 +1,115 @@
+"""fold-params: evaluate parameter-only subgraphs at compile time into new parameters.
+
+A compile-time value (computed from parameters, constants and iota only) that
+feeds run-time code is evaluated once, in float64, and replaced by a new named
+parameter holding the result in its declared element type. Two limits keep the
+stored weights from growing:
+
+* a broadcast at the boundary is kept as an op (its input is folded instead),
+  since materializing it would store repeated data;
+* a value is folded only if it has no more elements than the largest parameter
+  it is computed from (constant-only and expanding subgraphs stay as code).
+
+The subgraphs left dead are removed by ``dce``; unused parameters are dropped
+when the program is saved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dnnc.backends.reference.interpreter import evaluate_op
+from dnnc.ir import tcp
+from dnnc.ir.analysis import compile_time_values
+from dnnc.ir.params import ParamStore
+from dnnc.ir.types import element_of, numel, torch_dtype
+from dnnc.passes.base import ParamPass
+
+
+@dataclass(frozen=True)
+class FoldParams(ParamPass):
+    name = "fold-params"
+
+    def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                _fold_block(fn.body.block, params)
+
+
+def _fold_block(block: Block, params: ParamStore) -> None:
+    known = compile_time_values(block)
+    largest = _largest_param_source(block, known, params)
+    cache: dict[SSAValue, torch.Tensor] = {}
+    for value in _boundary(block, known):
+        while isinstance(value.owner, tcp.BroadcastOp):
+            value = value.owner.input
+        if isinstance(value.owner, (tcp.ParamOp, tcp.ConstantOp)):
+            continue
+        size, root = largest[value]
+        if root is None or numel(value) > size:
+            continue
+        tensor = _evaluate(value, params, cache).to(torch_dtype(element_of(value)))
+        name = params.fresh_name(f"{root}.folded")
+        params.add(name, tensor.contiguous())
+        param = tcp.ParamOp(name, value.type)
+        Rewriter.insert_op(param, InsertPoint.before(value.owner))
+        value.replace_all_uses_with(param.result)
+        param.result.name_hint = None  # the replaced value's hint would mislabel a parameter
+
+
+def _boundary(block: Block, known: set[SSAValue]) -> list[SSAValue]:
+    """Compile-time values used by run-time ops or returned, in program order."""
+    return [v for op in block.ops for v in op.results if v in known and _used_at_run_time(v, known)]
+
+
+def _used_at_run_time(value: SSAValue, known: set[SSAValue]) -> bool:
+    for use in value.uses:
+        user = use.operation
+        if not user.results or any(r not in known for r in user.results):
+            return True
+    return False
+
+
+def _largest_param_source(block: Block, known: set[SSAValue], params: ParamStore) -> dict[SSAValue, tuple[int, str | None]]:
+    """For each compile-time value, the element count and name of the largest
+    parameter it is computed from (first one on ties)."""
+    largest: dict[SSAValue, tuple[int, str | None]] = {}
+    for op in block.ops:
+        if not op.results or op.results[0] not in known:
+            continue
+        if isinstance(op, tcp.ParamOp):
+            best: tuple[int, str | None] = (numel(op.result), op.param_name)
+        else:
+            best = (0, None)
+            for v in op.operands:
+                if largest[v][0] > best[0]:
+                    best = largest[v]
+        for r in op.results:
+            largest[r] = best
+    return largest
+
+
+# Ops that only move or pick elements: exact in any precision, so they run on the
+# stored dtype (a large transposed weight is not widened to float64 on the way).
+_EXACT = (tcp.ParamOp, tcp.ConstantOp, tcp.IotaOp, *tcp.SHAPE_OPS)
+
+
+def _evaluate(value: SSAValue, params: ParamStore, cache: dict[SSAValue, torch.Tensor]) -> torch.Tensor:
+    """Arithmetic in float64; data movement in the operands' own precision."""
+    if value not in cache:
+        op = value.owner
+        operands = [_evaluate(v, params, cache) for v in op.operands]
+        widened = any(t.dtype == torch.float64 for t in operands)
+        precision = "native" if isinstance(op, _EXACT) and not widened else "float64"
+        if precision == "float64":
+            operands = [t.double() if t.is_floating_point() else t for t in operands]
+        for result, tensor in zip(op.results, evaluate_op(op, operands, params, precision)):
+            cache[result] = tensor
+    return cache[value]

@@ -1,0 +1,108 @@
+"""simplify-shapes: collapse chains of reshape, transpose, broadcast and no-op
+data movement, so later stages see each tensor moved at most once.
+
+Each pattern is one small rewrite; the table at the bottom is the whole pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from dnnc.ir import tcp
+from dnnc.ir.attrs import i64_array, ints
+from dnnc.ir.types import shape_of
+from dnnc.passes.base import PatternPass
+
+
+def _forward(rewriter: PatternRewriter, op: tcp.TcpOp, value: SSAValue) -> None:
+    """Replace op's single result by an existing value."""
+    rewriter.replace(op, [], [value])
+
+
+class RemoveIdentity(RewritePattern):
+    """reshape/broadcast/cast to the same type, identity transpose, full slice,
+    single-input concat, zero padding: the op does nothing."""
+
+    def match_and_rewrite(self, op: object, rewriter: PatternRewriter) -> None:
+        if isinstance(op, (tcp.ReshapeOp, tcp.BroadcastOp, tcp.CastOp)) and op.input.type == op.result.type:
+            _forward(rewriter, op, op.input)
+        elif isinstance(op, tcp.TransposeOp) and list(ints(op.permutation)) == list(range(len(ints(op.permutation)))):
+            _forward(rewriter, op, op.input)
+        elif isinstance(op, tcp.SliceOp) and op.input.type == op.result.type:
+            _forward(rewriter, op, op.input)
+        elif isinstance(op, tcp.PadOp) and op.input.type == op.result.type:
+            _forward(rewriter, op, op.input)
+        elif isinstance(op, tcp.ConcatOp) and len(op.inputs) == 1:
+            _forward(rewriter, op, op.inputs[0])
+
+
+class ComposeReshapes(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.ReshapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if isinstance(inner, tcp.ReshapeOp):
+            new = tcp.ReshapeOp(operands=[inner.input], result_types=[op.result.type])
+            rewriter.replace(op, new)
+
+
+class ComposeTransposes(RewritePattern):
+    """transpose(transpose(x, p), q) -> transpose(x, p[q])."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if isinstance(inner, tcp.TransposeOp):
+            p, q = ints(inner.permutation), ints(op.permutation)
+            rewriter.replace(op, tcp.TransposeOp.make([inner.input], {"permutation": i64_array([p[i] for i in q])}))
+
+
+class ComposeBroadcasts(RewritePattern):
+    """broadcast(broadcast(x)) -> broadcast(x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.BroadcastOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if isinstance(inner, tcp.BroadcastOp):
+            rewriter.replace(op, tcp.BroadcastOp(operands=[inner.input], result_types=[op.result.type]))
+
+
+class TransposeOfUnitDimsToReshape(RewritePattern):
+    """A transpose that keeps the order of all dimensions larger than 1 moves no
+    data: it is a reshape."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.TransposeOp, rewriter: PatternRewriter) -> None:
+        shape = shape_of(op.input)
+        moved = [p for p in ints(op.permutation) if shape[p] != 1]
+        if moved == sorted(moved):
+            rewriter.replace(op, tcp.ReshapeOp(operands=[op.input], result_types=[op.result.type]))
+
+
+class SplatThroughShapeOps(RewritePattern):
+    """reshape/broadcast/transpose/slice of a splat constant is a splat constant."""
+
+    def match_and_rewrite(self, op: object, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (tcp.ReshapeOp, tcp.BroadcastOp, tcp.TransposeOp, tcp.SliceOp)):
+            return
+        source = op.input.owner
+        if isinstance(source, tcp.ConstantOp):
+            rewriter.replace(op, tcp.ConstantOp(source.value, op.result.type))
+
+
+@dataclass(frozen=True)
+class SimplifyShapes(PatternPass):
+    name = "simplify-shapes"
+    patterns = (
+        RemoveIdentity(),
+        ComposeReshapes(),
+        ComposeTransposes(),
+        ComposeBroadcasts(),
+        TransposeOfUnitDimsToReshape(),
+        SplatThroughShapeOps(),
+    )
+

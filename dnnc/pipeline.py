@@ -1,0 +1,108 @@
+"""The compiler's stages as short lists of named passes.
+
+    torch.export ──► imported ──► canonical
+                                  (fold-batchnorm, simplify-shapes, fold-params,
+                                   simplify-shapes, dce)
+
+Every stage can be dumped (knob ``dump_dir``) and is verified after each pass.
+Later stages (layouts, grouping, lowering) append here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from dnnc import knobs
+from dnnc.errors import PassError
+from dnnc.frontend.torch_export import export, import_program
+from dnnc.ir.context import make_context
+from dnnc.ir.program import Program
+from dnnc.passes import ParamPass, parse_passes
+
+CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
+STAGES: dict[str, str] = {"canonical": CANONICALIZE}
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    name: str
+    seconds: float
+    ops: int
+
+
+@dataclass
+class CompileReport:
+    stages: list[StageRecord] = field(default_factory=list)
+
+    def add(self, name: str, started: float, program: Program | None) -> None:
+        ops = count_ops(program) if program is not None else 0
+        self.stages.append(StageRecord(name, time.perf_counter() - started, ops))
+
+
+def count_ops(program: Program) -> int:
+    return sum(1 for op in program.entry.body.walk()) - 1  # not the terminator
+
+
+def run_passes(program: Program, passes: Sequence[ModulePass], verify_each: bool | None = None) -> None:
+    """Apply passes in order; with verification on, a pass that breaks the IR is named."""
+    verify_each = knobs.get().verify_each_pass if verify_each is None else verify_each
+    ctx = make_context()
+    for p in passes:
+        if isinstance(p, ParamPass):
+            p.apply_with_params(ctx, program.module, program.params)
+        else:
+            p.apply(ctx, program.module)
+        if verify_each:
+            try:
+                program.module.verify()
+            except VerifyException as e:
+                raise PassError(f"pass {p.name} produced invalid IR: {e}") from None
+    program.prune_params()
+
+
+def dump(program: Program, stage: str) -> None:
+    directory = knobs.get().dump_dir
+    if directory is not None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / f"{stage}.mlir").write_text(program.text())
+
+
+def run_stage(program: Program, stage: str, report: CompileReport | None = None) -> None:
+    started = time.perf_counter()
+    run_passes(program, parse_passes(STAGES[stage]))
+    if report is not None:
+        report.add(stage, started, program)
+    dump(program, stage)
+
+
+def export_model(model: torch.nn.Module, example_inputs: Sequence[Any], report: CompileReport) -> ExportedProgram:
+    started = time.perf_counter()
+    ep = export(model, example_inputs)
+    report.add("export", started, None)
+    return ep
+
+
+def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
+    """Import an exported program and bring it to canonical tcp."""
+    started = time.perf_counter()
+    program = import_program(ep)
+    report.add("imported", started, program)
+    dump(program, "imported")
+    run_stage(program, "canonical", report)
+    return program
+
+
+def to_canonical_tcp(model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] = ()) -> Program:
+    """Export (unless given an ExportedProgram), import and canonicalize."""
+    report = CompileReport()
+    ep = model if isinstance(model, ExportedProgram) else export_model(model, example_inputs, report)
+    return canonicalize(ep, report)
