@@ -12,10 +12,11 @@ from torch.export import ExportedProgram
 
 from dnnc import knobs
 from dnnc.backends.reference import ReferenceExecutor
-from dnnc.errors import DnncError
+from dnnc.errors import DnncError, InputError
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
+from dnnc.frontend.torch_export import decompose
 from dnnc.pipeline import CompileReport, canonicalize, export_model
 from dnnc.runtime.signature import TensorSpec, check_inputs
 
@@ -27,21 +28,36 @@ class CompiledModule:
     outputs come back in the model's structure (a tensor, tuple, ...).
     """
 
-    def __init__(self, program: Program, report: CompileReport, device: str, out_spec: Any = None):
+    def __init__(
+        self, program: Program, report: CompileReport, device: str, in_spec: Any = None, out_spec: Any = None, positional: bool = True
+    ):
         self.program = program
         self.report = report
         self.device = device
         self.input_specs = [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in program.input_types]
+        self._in_spec = in_spec
+        self._positional = positional  # the example inputs were plain positional tensors
         self._out_spec = out_spec
         self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
 
     def __call__(self, *args: Any) -> Any:
-        flat = pytree.tree_leaves(args)
+        flat = self._flatten(args)
         check_inputs(self.input_specs, flat, self.device)
         outputs = self._executor.run(flat)
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)
+
+    def _flatten(self, args: tuple[Any, ...]) -> list[Any]:
+        """Inputs structured like the example inputs, flattened to the program's
+        tensors. Plain positional tensors are taken as given, so a wrong argument
+        is reported by its position."""
+        leaves, spec = pytree.tree_flatten((args, {}))
+        if self._in_spec is None or spec == self._in_spec:
+            return leaves
+        if self._positional:
+            return list(args)
+        raise InputError(f"inputs are structured as {spec}, but the program was compiled for {self._in_spec}")
 
     @property
     def ir(self) -> str:
@@ -77,7 +93,7 @@ def compile(  # noqa: A001 - the public name users expect
     target = resolve_device(device)
     report = CompileReport()
     if isinstance(model, ExportedProgram):
-        ep = model
+        ep = decompose(model)
     else:
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)
@@ -85,4 +101,6 @@ def compile(  # noqa: A001 - the public name users expect
             raise DnncError("dnnc.compile needs example inputs for a torch.nn.Module (their shapes and dtypes are compiled in)")
         ep = export_model(model, example_inputs, report)
     program = canonicalize(ep, report)
-    return CompiledModule(program, report, target, ep.call_spec.out_spec)
+    args, kwargs = ep.example_inputs or ((), {})
+    positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
+    return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional)

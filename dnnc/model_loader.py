@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ def load_factory(spec: str) -> tuple[Callable[..., Any], str]:
         try:
             module_spec.loader.exec_module(module)
         except Exception as e:
-            raise ModelLoadError(f"model file {path} failed to import: {type(e).__name__}: {e}") from e
+            raise ModelLoadError(f"model file {path} failed to import{_where(e)}: {type(e).__name__}: {e}") from e
     else:
         try:
             module = importlib.import_module(location)
@@ -66,10 +67,19 @@ def load_model(spec: str, kwargs: dict[str, Any] | None = None) -> tuple[torch.n
     unknown = [k for k in kwargs if k not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
     if unknown:
         raise ModelLoadError(f"factory {name} takes no argument {unknown[0]!r} (it takes: {', '.join(params) or 'none'})")
-    result = factory(**kwargs)
+    try:
+        result = factory(**kwargs)
+    except Exception as e:
+        raise ModelLoadError(f"factory {name} failed{_where(e)}: {type(e).__name__}: {e}") from e
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
         raise ModelLoadError(f"factory {name} must return (model, example_inputs), got {type(result).__name__}")
     model, inputs = result
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     return model.eval(), tuple(inputs), name
+
+
+def _where(error: BaseException) -> str:
+    """The innermost frame of the user's failing code, for the one-line message."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""

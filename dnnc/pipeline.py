@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dnnc import knobs
 from dnnc.errors import PassError
-from dnnc.frontend.torch_export import export, import_program
+from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
 from dnnc.passes import ParamPass, parse_passes
@@ -92,7 +92,7 @@ def export_model(model: torch.nn.Module, example_inputs: Sequence[Any], report: 
 
 
 def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
-    """Import an exported program and bring it to canonical tcp."""
+    """Import an exported program (core ATen) and bring it to canonical tcp."""
     started = time.perf_counter()
     program = import_program(ep)
     report.add("imported", started, program)
@@ -104,5 +104,5 @@ def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
 def to_canonical_tcp(model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] = ()) -> Program:
     """Export (unless given an ExportedProgram), import and canonicalize."""
     report = CompileReport()
-    ep = model if isinstance(model, ExportedProgram) else export_model(model, example_inputs, report)
+    ep = decompose(model) if isinstance(model, ExportedProgram) else export_model(model, example_inputs, report)
     return canonicalize(ep, report)

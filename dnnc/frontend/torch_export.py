@@ -34,7 +34,12 @@ def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedPro
         # torch's own pytree deprecation notice, raised inside torch.export itself.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         ep = torch.export.export(model, tuple(example_inputs))
-        return ep.run_decompositions()
+        return decompose(ep)
+
+
+def decompose(ep: ExportedProgram) -> ExportedProgram:
+    """Lower an exported program to core ATen, the op set the import rules cover."""
+    return ep.run_decompositions()
 
 
 def import_program(ep: ExportedProgram) -> Program:
@@ -47,7 +52,10 @@ def import_program(ep: ExportedProgram) -> Program:
     }
     for spec in signature.output_specs:
         if spec.kind != OutputKind.USER_OUTPUT:
-            raise UnsupportedOpError(f"the model writes {spec.target} ({spec.kind.name}); dnnc compiles inference graphs without side effects")
+            raise UnsupportedOpError(
+                f"the model writes its buffer {spec.target} while running ({spec.kind.name}), as BatchNorm does in "
+                "training mode; dnnc compiles inference graphs without side effects: call model.eval() first"
+            )
 
     nodes = {n.name: n for n in ep.graph.nodes}
     input_types = []

@@ -3,7 +3,8 @@
 A rule gets the op, its operand values and the ``Env`` and returns the result
 value(s). Floating values are held in the env's compute dtype (float32 or float64)
 whatever their tcp element type, so the reference is the exact answer a lower
-precision backend is compared against.
+precision backend is compared against. The one exception is ``tcp.cast``: a cast
+to a float type rounds to that type, because the program asked for it.
 """
 
 from __future__ import annotations
@@ -124,7 +125,13 @@ def _clamp(op: tcp.ClampOp, args: list[Value], env: Env) -> Value:
 
 @rule(tcp.CastOp)
 def _cast(op: tcp.CastOp, args: list[Value], env: Env) -> Value:
-    return args[0].to(dtype_for(op.result.type.element_type, env))
+    """A cast is where the program asks for a precision: round to it, then hold the
+    value in the compute dtype like every other float."""
+    target = op.result.type.element_type
+    x = args[0]
+    if is_float(target):
+        x = x.to(torch_dtype(target))
+    return x.to(dtype_for(target, env))
 
 
 @rule(tcp.CompareOp)

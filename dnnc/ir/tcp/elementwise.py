@@ -173,7 +173,8 @@ class ClampOp(UnaryOp):
 @irdl_op_definition
 class CastOp(TcpOp):
     """Element type conversion, as ``torch.Tensor.to``: float to integer truncates
-    toward zero, anything to i1 is ``x != 0``, i1 to numbers gives 0 or 1."""
+    toward zero, anything to i1 is ``x != 0``, i1 to numbers gives 0 or 1, and a
+    float result is rounded to the target type (round to nearest even)."""
 
     name = "tcp.cast"
     input = operand_def(TensorType)

@@ -178,8 +178,9 @@ class MaxPool2dOp(TcpOp):
 class AvgPool2dOp(TcpOp):
     """Mean over each window of an ``[N, C, H, W]`` input. With
     ``count_include_pad`` the divisor is the window clipped to the padded input,
-    otherwise the number of real input elements in the window (PyTorch's rule).
-    Global average pooling is ``tcp.reduce_mean`` over H and W."""
+    otherwise the number of real input elements in the window (PyTorch's rule; a
+    window of padding only is then 0 / 0 = NaN). Global average pooling is
+    ``tcp.reduce_mean`` over H and W."""
 
     name = "tcp.avg_pool2d"
     input = operand_def(TensorType)

@@ -1,0 +1,111 @@
+"""dnnc.compile: the callable it returns, its checks, and where it runs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import dnnc
+from dnnc import knobs
+from dnnc.backends.reference import ReferenceExecutor
+from dnnc.errors import DnncError, InputError
+from dnnc.ir.program import Program
+from dnnc.log import _said
+from tests.numerics import assert_matches
+
+
+class TwoHeads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(6, 4)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = torch.relu(self.body(x)) * scale
+        return {"sum": h.sum(-1), "features": h}
+
+
+def test_outputs_keep_the_model_structure(rng: torch.Generator) -> None:
+    model = TwoHeads().eval()
+    x, s = torch.randn(3, 6, generator=rng), torch.randn(4, generator=rng)
+    compiled = dnnc.compile(model, (x, s))
+    fresh = torch.randn(3, 6, generator=rng), torch.randn(4, generator=rng)
+    out = compiled(*fresh)
+    with torch.no_grad():
+        expected = model(*fresh)
+    assert set(out) == {"sum", "features"}
+    for key in out:
+        assert_matches(out[key], expected[key])
+
+
+def test_exported_program_input(rng: torch.Generator) -> None:
+    model = nn.Sequential(nn.Linear(5, 3), nn.GELU()).eval()
+    x = torch.randn(2, 5, generator=rng)
+    ep = torch.export.export(model, (x,))
+    compiled = dnnc.compile(ep)
+    with torch.no_grad():
+        assert_matches(compiled(x), model(x))
+
+
+def test_input_checks_before_running(rng: torch.Generator) -> None:
+    compiled = dnnc.compile(nn.Linear(4, 2).eval(), torch.randn(3, 4, generator=rng))
+    assert compiled.input_specs[0].shape == (3, 4)
+    with pytest.raises(InputError, match=r"expected shape \[3, 4\], got \[2, 4\]"):
+        compiled(torch.randn(2, 4))
+    with pytest.raises(InputError, match="expected dtype torch.float32, got torch.int64"):
+        compiled(torch.ones(3, 4, dtype=torch.int64))
+    with pytest.raises(InputError, match="expected a tensor"):
+        compiled([[1.0] * 4] * 3)
+    with pytest.raises(InputError, match=r"expected 1 input\(s\)"):
+        compiled(torch.randn(3, 4), torch.randn(3, 4))
+
+
+def test_device_choice() -> None:
+    model, x = nn.Linear(2, 2).eval(), torch.randn(1, 2)
+    with pytest.raises(DnncError, match="no GPU backend yet"):
+        dnnc.compile(model, x, device="cuda")
+    with pytest.raises(DnncError, match="unknown device 'tpu'"):
+        dnnc.compile(model, x, device="tpu")
+    with pytest.raises(DnncError, match="needs example inputs"):
+        dnnc.compile(model)
+    assert dnnc.compile(model, x, device="cpu").device == "cpu"
+
+
+def test_reference_backend_is_announced_once(caplog: pytest.LogCaptureFixture) -> None:
+    _said.clear()
+    model, x = nn.Linear(2, 2).eval(), torch.randn(1, 2)
+    with caplog.at_level(logging.WARNING, logger="dnnc"):
+        dnnc.compile(model, x)
+        dnnc.compile(model, x)
+    messages = [r.message for r in caplog.records if "reference backend" in r.message]
+    assert len(messages) == 1 and "CPU reference backend" in messages[0]
+
+
+def test_save_and_reload_gives_the_same_results(tmp_path: Path, rng: torch.Generator) -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()).eval()
+    x = torch.randn(1, 3, 7, 7, generator=rng)
+    compiled = dnnc.compile(model, x)
+    compiled.save_ir(tmp_path / "m.mlir")
+    reloaded = Program.load(tmp_path / "m.mlir")
+    assert reloaded.text() == compiled.ir
+    assert torch.equal(ReferenceExecutor(reloaded).run([x])[0], compiled(x))
+
+
+def test_float64_reference_precision_keeps_declared_output_dtype(rng: torch.Generator) -> None:
+    model, x = nn.Linear(8, 3).eval(), torch.randn(2, 8, generator=rng)
+    with knobs.override(reference_precision="float64"):
+        compiled = dnnc.compile(model, x)
+    out = compiled(x)
+    assert out.dtype == torch.float32
+    with torch.no_grad():
+        assert_matches(out, model(x))
+
+
+def test_half_model_returns_half(rng: torch.Generator) -> None:
+    model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8)).eval().half()
+    x = torch.randn(4, 8, generator=rng).half()
+    out = dnnc.compile(model, x)(x)
+    assert out.dtype == torch.float16 and out.shape == (4, 8)
