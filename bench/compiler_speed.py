@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import dnnc  # noqa: E402
 from dnnc.frontend.torch_export import export, import_program  # noqa: E402
 from dnnc.models import FACTORIES  # noqa: E402
 from dnnc.passes import parse_passes  # noqa: E402
@@ -97,7 +98,7 @@ def main() -> None:
         "benchmark": "compiler_speed",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": {"cpu": cpu_name(), "threads": torch.get_num_threads(), "python": platform.python_version()},
-        "versions": {p: version(p) for p in ("dnnc", "torch", "xdsl")},
+        "versions": {"dnnc": dnnc.__version__, "torch": torch.__version__, "xdsl": version("xdsl")},
         "rows": rows,
     }
     out = args.out or RESULTS / f"compiler-speed-{dt.date.today().isoformat()}.json"

@@ -43,50 +43,47 @@ def _window_out(size: int, pad_lo: int, pad_hi: int, window: int, stride: int, d
     return out
 
 
+def _check_float_pair(op: str, a: TensorType, b: TensorType) -> None:
+    check_elements(op, a, FLOAT_TYPES)
+    if a.element_type != b.element_type:
+        raise fail(op, f"element types differ: {describe(a)} and {describe(b)}")
+
+
+class _MatmulBase(TcpOp):
+    """``[*B, M, K] x [*B, K, N] -> [*B, M, N]`` with ``BATCH_DIMS`` leading batch dims."""
+
+    BATCH_DIMS: ClassVar[int] = 0
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
+        a, b = operand_types
+        _check_float_pair(cls.name, a, b)
+        sa, sb = a.get_shape(), b.get_shape()
+        rank = cls.BATCH_DIMS + 2
+        if len(sa) != rank or len(sb) != rank or sa[:-2] != sb[:-2] or sa[-1] != sb[-2]:
+            batch = "[B, " if cls.BATCH_DIMS else "["
+            raise fail(cls.name, f"needs {batch}M, K] x {batch}K, N], got {describe(a)} x {describe(b)}")
+        return [TensorType(a.element_type, [*sa[:-1], sb[-1]])]
+
+
 @irdl_op_definition
-class MatmulOp(TcpOp):
+class MatmulOp(_MatmulBase):
     """``[M, K] x [K, N] -> [M, N]``."""
 
     name = "tcp.matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
-
-    @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
-        a, b = operand_types
-        check_elements(cls.name, a, FLOAT_TYPES)
-        if a.element_type != b.element_type:
-            raise fail(cls.name, f"element types differ: {describe(a)} and {describe(b)}")
-        sa, sb = a.get_shape(), b.get_shape()
-        if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
-            raise fail(cls.name, f"needs [M, K] x [K, N], got {describe(a)} x {describe(b)}")
-        return [TensorType(a.element_type, [sa[0], sb[1]])]
 
 
 @irdl_op_definition
-class BatchMatmulOp(TcpOp):
+class BatchMatmulOp(_MatmulBase):
     """``[B, M, K] x [B, K, N] -> [B, M, N]``, one matmul per batch entry."""
 
     name = "tcp.batch_matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
-
-    @classmethod
-    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
-        a, b = operand_types
-        check_elements(cls.name, a, FLOAT_TYPES)
-        if a.element_type != b.element_type:
-            raise fail(cls.name, f"element types differ: {describe(a)} and {describe(b)}")
-        sa, sb = a.get_shape(), b.get_shape()
-        if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
-            raise fail(cls.name, f"needs [B, M, K] x [B, K, N], got {describe(a)} x {describe(b)}")
-        return [TensorType(a.element_type, [sa[0], sa[1], sb[2]])]
+    BATCH_DIMS: ClassVar[int] = 1
 
 
 @irdl_op_definition
@@ -109,9 +106,7 @@ class Conv2dOp(TcpOp):
     @classmethod
     def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
         x, w = operand_types
-        check_elements(cls.name, x, FLOAT_TYPES)
-        if x.element_type != w.element_type:
-            raise fail(cls.name, f"element types differ: {describe(x)} and {describe(w)}")
+        _check_float_pair(cls.name, x, w)
         sx, sw = x.get_shape(), w.get_shape()
         if len(sx) != 4 or len(sw) != 4:
             raise fail(cls.name, f"needs a rank-4 input and weight, got {describe(x)} and {describe(w)}")

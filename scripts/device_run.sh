@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (the device tool), from the repository root:
+#   installs the carried wheels (.whl/, ignored by git) that its image lacks,
+#   records the machine and versions, runs the test suite (GPU tests included)
+#   and the benchmarks, and leaves logs and JSON under $OUT.
+# dnnc runs from the source tree; nothing is installed into the image's Python.
+set -uo pipefail
+OUT=${OUT:-/tmp/dnnc-device-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 - <<'PY'
+import platform, torch, importlib.metadata as md
+print("python", platform.python_version())
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())
+for name in ("triton", "xdsl", "safetensors", "numpy", "click", "rich", "nvidia-cudnn-frontend"):
+    try:
+        print(name, md.version(name))
+    except md.PackageNotFoundError:
+        print(name, "not installed")
+PY
+} 2>&1 | tee "$OUT/environment.txt"
+
+status=0
+python3 -m pytest -n 8 -q -p no:cacheprovider --junitxml="$OUT/tests.xml" tests 2>&1 | tee "$OUT/tests.log" | tail -25 || status=1
+python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -3 | tee "$OUT/gpu-tests.log"
+python3 bench/compiler_speed.py --out "$OUT/compiler-speed.json" 2>&1 | tee "$OUT/compiler-speed.log" || status=1
+exit $status
