@@ -24,11 +24,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dnnc  # noqa: E402
-from dnnc.frontend.torch_export import export, import_program  # noqa: E402
-from dnnc.models import FACTORIES  # noqa: E402
-from dnnc.passes import parse_passes  # noqa: E402
-from dnnc.pipeline import CANONICALIZE, count_ops, run_passes  # noqa: E402
+import dnnc
+from dnnc.frontend.torch_export import export, import_program
+from dnnc.models import FACTORIES
+from dnnc.passes import parse_passes
+from dnnc.pipeline import CANONICALIZE, count_ops, run_passes
 
 RESULTS = Path(__file__).with_name("results")
 GOAL_SECONDS = {"resnet50": 2.0}
@@ -92,11 +92,13 @@ def main() -> None:
         goal = GOAL_SECONDS.get(row["model"])
         if goal is not None:
             verdict = "meets" if f["dnnc_s"] < goal else "MISSES"
-            print(f"  goal: import + canonicalize under {goal} s: {verdict} (first {f['dnnc_s']:.2f} s, median {m['dnnc_s']:.2f} s)")
+            print(
+                f"  goal: import + canonicalize under {goal} s: {verdict} (first {f['dnnc_s']:.2f} s, median {m['dnnc_s']:.2f} s)"
+            )
 
     record = {
         "benchmark": "compiler_speed",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": {"cpu": cpu_name(), "threads": torch.get_num_threads(), "python": platform.python_version()},
         "versions": {"dnnc": dnnc.__version__, "torch": torch.__version__, "xdsl": version("xdsl")},
         "rows": rows,

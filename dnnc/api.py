@@ -13,10 +13,10 @@ from torch.export import ExportedProgram
 from dnnc import knobs
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import DnncError, InputError
+from dnnc.frontend.torch_export import decompose
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
-from dnnc.frontend.torch_export import decompose
 from dnnc.pipeline import CompileReport, canonicalize, export_model
 from dnnc.runtime.signature import TensorSpec, check_inputs
 
@@ -29,7 +29,13 @@ class CompiledModule:
     """
 
     def __init__(
-        self, program: Program, report: CompileReport, device: str, in_spec: Any = None, out_spec: Any = None, positional: bool = True
+        self,
+        program: Program,
+        report: CompileReport,
+        device: str,
+        in_spec: Any = None,
+        out_spec: Any = None,
+        positional: bool = True,
     ):
         self.program = program
         self.report = report

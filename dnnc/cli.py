@@ -59,7 +59,9 @@ def main() -> None:
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
 @click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
 @user_errors
-def compile_command(model: str, output: Path | None, factory_args: tuple[str, ...], device: str | None, dump_dir: Path | None, check: bool) -> None:
+def compile_command(
+    model: str, output: Path | None, factory_args: tuple[str, ...], device: str | None, dump_dir: Path | None, check: bool
+) -> None:
     """Compile MODEL (path/to/file.py:factory or package.module:factory).
 
     The factory returns (model, example_inputs); the program is compiled for those
@@ -94,7 +96,9 @@ def _print_summary(compiled: Any, output: Path) -> None:
     for name, count in Counter(op.name for op in program.entry.body.walk()).most_common():
         ops.add_row(name, str(count))
     console.print(stages, ops)
-    signature = ", ".join(describe(t) for t in program.input_types) + " -> " + ", ".join(describe(t) for t in program.output_types)
+    signature = (
+        ", ".join(describe(t) for t in program.input_types) + " -> " + ", ".join(describe(t) for t in program.output_types)
+    )
     console.print(f"signature: {signature}")
     console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
     console.print(f"backend: CPU reference ({compiled.device})")
@@ -130,7 +134,9 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
         failed |= err > CHECK_TOLERANCE.get(e.dtype, 0.0)
     verdict = "[red]DIFFERS from[/red]" if failed else "[green]matches[/green]"
     tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {t:.0e}" for d, t in CHECK_TOLERANCE.items())
-    console.print(f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})")
+    console.print(
+        f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
+    )
     if failed:
         raise click.ClickException("compiled program does not match PyTorch eager")
 
@@ -143,12 +149,25 @@ CHECK_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6
 
 @main.command("run")
 @click.argument("ir_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--params", "params_file", type=click.Path(dir_okay=False, path_type=Path), help="Parameters (default: IR_FILE with .safetensors).")
-@click.option("--input", "inputs", multiple=True, metavar="SPEC", help="1x3xf32=0.5, 2xi64=1,2, @x.npy or 1x3xf32=random (repeatable, in order).")
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Parameters (default: IR_FILE with .safetensors).",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="SPEC",
+    help="1x3xf32=0.5, 2xi64=1,2, @x.npy or 1x3xf32=random (repeatable, in order).",
+)
 @click.option("--output", "outputs", multiple=True, metavar="FILE.npy", help="Write output i to the i-th file.")
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default=None, help="Reference backend compute precision.")
 @user_errors
-def run_command(ir_file: Path, params_file: Path | None, inputs: tuple[str, ...], outputs: tuple[str, ...], precision: str | None) -> None:
+def run_command(
+    ir_file: Path, params_file: Path | None, inputs: tuple[str, ...], outputs: tuple[str, ...], precision: str | None
+) -> None:
     """Run compiled IR on the CPU reference backend, iree-run-module style."""
     from dnnc.backends.reference import ReferenceExecutor
     from dnnc.inputs import parse_input, save_npy
@@ -184,13 +203,24 @@ def _preview(t: torch.Tensor, count: int = 8) -> str:
 @click.argument("input_file", default="-", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("-p", "--passes", "pipeline", default="", help="Comma-separated passes, e.g. fold-batchnorm,dce.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Output IR (default stdout).")
-@click.option("--params", "params_file", type=click.Path(dir_okay=False, path_type=Path), help="Parameter values, for passes that need them.")
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Parameter values, for passes that need them.",
+)
 @click.option("--params-out", type=click.Path(dir_okay=False, path_type=Path), help="Write the parameters after the passes here.")
 @click.option("--random-params", is_flag=True, help="Give parameters without a stored value random values (for testing passes).")
 @click.option("--verify-each/--no-verify-each", default=True, show_default=True, help="Verify the IR after every pass.")
 @user_errors
 def opt_command(
-    input_file: str, pipeline: str, output: str, params_file: Path | None, params_out: Path | None, random_params: bool, verify_each: bool
+    input_file: str,
+    pipeline: str,
+    output: str,
+    params_file: Path | None,
+    params_out: Path | None,
+    random_params: bool,
+    verify_each: bool,
 ) -> None:
     """Run passes over textual IR (like mlir-opt): read, transform, print."""
     from dnnc.ir.text import parse_ir, print_ir

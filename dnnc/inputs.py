@@ -1,10 +1,10 @@
 """Tensors from command-line specs, in iree-run-module's style:
 
-    1x3x224x224xf32=0.5        every element 0.5
-    2x2xi64=1,2,3,4            the given values, row-major
-    @image.npy                 a NumPy file (dtype and shape from the file)
-    1x3xf32=@values.npy        a NumPy file that must have this shape and type
-    1x3xf32=random             dnnc's extension: normal(0, 1) (integers: 0..9)
+1x3x224x224xf32=0.5        every element 0.5
+2x2xi64=1,2,3,4            the given values, row-major
+@image.npy                 a NumPy file (dtype and shape from the file)
+1x3xf32=@values.npy        a NumPy file that must have this shape and type
+1x3xf32=random             dnnc's extension: normal(0, 1) (integers: 0..9)
 """
 
 from __future__ import annotations

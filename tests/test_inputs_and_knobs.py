@@ -58,14 +58,21 @@ def test_corrupt_npy(tmp_path: Path) -> None:
 
 
 def test_knobs_from_environment() -> None:
-    k = knobs.from_env({"DNNC_DEVICE": "cpu", "DNNC_VERIFY_EACH_PASS": "off", "DNNC_DUMP_DIR": "/tmp/d", "DNNC_REFERENCE_PRECISION": "float64"})
-    assert k.device == "cpu" and k.verify_each_pass is False and k.dump_dir == Path("/tmp/d") and k.reference_precision == "float64"
+    k = knobs.from_env(
+        {"DNNC_DEVICE": "cpu", "DNNC_VERIFY_EACH_PASS": "off", "DNNC_DUMP_DIR": "/tmp/d", "DNNC_REFERENCE_PRECISION": "float64"}
+    )
+    assert (
+        k.device == "cpu" and k.verify_each_pass is False and k.dump_dir == Path("/tmp/d") and k.reference_precision == "float64"
+    )
     assert knobs.from_env({}) == knobs.Knobs()
 
 
 @pytest.mark.parametrize(
     "env,message",
-    [({"DNNC_DEVICE": "tpu"}, "DNNC_DEVICE='tpu': expected one of auto, cpu, cuda"), ({"DNNC_VERIFY_EACH_PASS": "maybe"}, "expected 1/0")],
+    [
+        ({"DNNC_DEVICE": "tpu"}, "DNNC_DEVICE='tpu': expected one of auto, cpu, cuda"),
+        ({"DNNC_VERIFY_EACH_PASS": "maybe"}, "expected 1/0"),
+    ],
 )
 def test_knobs_reject_bad_values(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -77,6 +84,5 @@ def test_knobs_override_is_scoped() -> None:
     with knobs.override(reference_precision="float64") as k:
         assert k.reference_precision == "float64" and knobs.get() is k
     assert knobs.get() == before
-    with pytest.raises(ValueError, match="expected one of float32, float64"):
-        with knobs.override(reference_precision="float16"):
-            pass
+    with pytest.raises(ValueError, match="expected one of float32, float64"), knobs.override(reference_precision="float16"):
+        pass

@@ -6,7 +6,7 @@ from xdsl.ir import Block, SSAValue
 
 from dnnc.ir import tcp
 
-SOURCE_OPS = (tcp.ParamOp, tcp.ConstantOp, tcp.IotaOp)
+SOURCE_OPS = tcp.SOURCE_OPS
 
 
 def compile_time_values(block: Block) -> set[SSAValue]:
@@ -25,12 +25,21 @@ def compile_time_values(block: Block) -> set[SSAValue]:
 
 
 def is_compile_time(value: SSAValue) -> bool:
-    owner = value.owner
-    if isinstance(owner, SOURCE_OPS):
-        return True
-    if not isinstance(owner, tcp.TcpOp) or isinstance(owner, tcp.IsolatedGroupOp) or not owner.operands:
-        return False
-    return all(is_compile_time(v) for v in owner.operands)
+    """Whether ``value`` depends on sources only (an iterative walk: deep graphs
+    must not hit the recursion limit)."""
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if isinstance(owner, SOURCE_OPS):
+            continue
+        if not isinstance(owner, tcp.TcpOp) or isinstance(owner, tcp.IsolatedGroupOp) or not owner.operands:
+            return False
+        stack.extend(owner.operands)
+    return True
 
 
 def has_one_use(value: SSAValue) -> bool:

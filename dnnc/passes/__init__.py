@@ -34,4 +34,13 @@ def parse_passes(spec: str) -> list[ModulePass]:
     return passes
 
 
-__all__ = ["PASSES", "DeadCodeElimination", "FoldBatchNorm", "FoldParams", "ParamPass", "PatternPass", "SimplifyShapes", "parse_passes"]
+__all__ = [
+    "PASSES",
+    "DeadCodeElimination",
+    "FoldBatchNorm",
+    "FoldParams",
+    "ParamPass",
+    "PatternPass",
+    "SimplifyShapes",
+    "parse_passes",
+]

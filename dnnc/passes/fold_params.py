@@ -7,8 +7,9 @@ stored weights from growing:
 
 * a broadcast at the boundary is kept as an op (its input is folded instead),
   since materializing it would store repeated data;
-* a value is folded only if it has no more elements than the largest parameter
-  it is computed from (constant-only and expanding subgraphs stay as code).
+* a value is folded only if it has at most ``max-growth`` times the elements of
+  the largest parameter it is computed from (default 1: never grow; constant-only
+  subgraphs stay as code).
 
 The subgraphs left dead are removed by ``dce``; unused parameters are dropped
 when the program is saved.
@@ -26,6 +27,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.reference.interpreter import evaluate_op
+from dnnc.errors import PassError
 from dnnc.ir import tcp
 from dnnc.ir.analysis import compile_time_values
 from dnnc.ir.params import ParamStore
@@ -37,13 +39,18 @@ from dnnc.passes.base import ParamPass
 class FoldParams(ParamPass):
     name = "fold-params"
 
+    max_growth: float = 1.0
+    """A folded value may hold this many times the elements of its largest source parameter."""
+
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        if self.max_growth <= 0:
+            raise PassError(f"fold-params: max-growth must be positive, got {self.max_growth}")
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
-                _fold_block(fn.body.block, params)
+                _fold_block(fn.body.block, params, self.max_growth)
 
 
-def _fold_block(block: Block, params: ParamStore) -> None:
+def _fold_block(block: Block, params: ParamStore, max_growth: float) -> None:
     known = compile_time_values(block)
     largest = _largest_param_source(block, known, params)
     cache: dict[SSAValue, torch.Tensor] = {}
@@ -53,7 +60,7 @@ def _fold_block(block: Block, params: ParamStore) -> None:
         if isinstance(value.owner, (tcp.ParamOp, tcp.ConstantOp)):
             continue
         size, root = largest[value]
-        if root is None or numel(value) > size:
+        if root is None or numel(value) > size * max_growth:
             continue
         tensor = _evaluate(value, params, cache).to(torch_dtype(element_of(value)))
         name = params.fresh_name(f"{root}.folded")
@@ -102,14 +109,22 @@ _EXACT = (tcp.ParamOp, tcp.ConstantOp, tcp.IotaOp, *tcp.SHAPE_OPS)
 
 
 def _evaluate(value: SSAValue, params: ParamStore, cache: dict[SSAValue, torch.Tensor]) -> torch.Tensor:
-    """Arithmetic in float64; data movement in the operands' own precision."""
-    if value not in cache:
-        op = value.owner
-        operands = [_evaluate(v, params, cache) for v in op.operands]
+    """Arithmetic in float64; data movement in the operands' own precision.
+    Operands first, by an explicit stack rather than recursion."""
+    stack = [value]
+    while stack:
+        op = stack[-1].owner
+        pending = [v for v in op.operands if v not in cache]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        if op.results[0] in cache:
+            continue
+        operands = [cache[v] for v in op.operands]
         widened = any(t.dtype == torch.float64 for t in operands)
         precision = "native" if isinstance(op, _EXACT) and not widened else "float64"
         if precision == "float64":
             operands = [t.double() if t.is_floating_point() else t for t in operands]
-        for result, tensor in zip(op.results, evaluate_op(op, operands, params, precision)):
-            cache[result] = tensor
+        cache.update(zip(op.results, evaluate_op(op, operands, params, precision)))
     return cache[value]

@@ -27,13 +27,12 @@ class RemoveIdentity(RewritePattern):
     single-input concat, zero padding: the op does nothing."""
 
     def match_and_rewrite(self, op: object, rewriter: PatternRewriter) -> None:
-        if isinstance(op, (tcp.ReshapeOp, tcp.BroadcastOp, tcp.CastOp)) and op.input.type == op.result.type:
-            _forward(rewriter, op, op.input)
-        elif isinstance(op, tcp.TransposeOp) and list(ints(op.permutation)) == list(range(len(ints(op.permutation)))):
-            _forward(rewriter, op, op.input)
-        elif isinstance(op, tcp.SliceOp) and op.input.type == op.result.type:
-            _forward(rewriter, op, op.input)
-        elif isinstance(op, tcp.PadOp) and op.input.type == op.result.type:
+        if (
+            (isinstance(op, (tcp.ReshapeOp, tcp.BroadcastOp, tcp.CastOp)) and op.input.type == op.result.type)
+            or (isinstance(op, tcp.TransposeOp) and list(ints(op.permutation)) == list(range(len(ints(op.permutation)))))
+            or (isinstance(op, tcp.SliceOp) and op.input.type == op.result.type)
+            or (isinstance(op, tcp.PadOp) and op.input.type == op.result.type)
+        ):
             _forward(rewriter, op, op.input)
         elif isinstance(op, tcp.ConcatOp) and len(op.inputs) == 1:
             _forward(rewriter, op, op.inputs[0])
@@ -105,4 +104,3 @@ class SimplifyShapes(PatternPass):
         TransposeOfUnitDimsToReshape(),
         SplatThroughShapeOps(),
     )
-

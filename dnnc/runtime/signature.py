@@ -28,7 +28,9 @@ def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: to
         if not isinstance(arg, torch.Tensor):
             raise InputError(f"input {i}: expected a tensor of {spec.describe()}, got {type(arg).__name__}")
         if tuple(arg.shape) != spec.shape:
-            raise InputError(f"input {i}: expected shape {list(spec.shape)}, got {list(arg.shape)} (compiled for {spec.describe()})")
+            raise InputError(
+                f"input {i}: expected shape {list(spec.shape)}, got {list(arg.shape)} (compiled for {spec.describe()})"
+            )
         if arg.dtype != spec.dtype:
             raise InputError(f"input {i}: expected dtype {spec.dtype}, got {arg.dtype} (compiled for {spec.describe()})")
         if device is not None and arg.device.type != torch.device(device).type:

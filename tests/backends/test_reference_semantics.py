@@ -20,7 +20,9 @@ from dnnc.ir.types import shape_of
 from tests.numerics import assert_matches
 
 
-def run(text: str, *inputs: torch.Tensor, params: dict[str, torch.Tensor] | None = None, precision: str = "float32") -> list[torch.Tensor]:
+def run(
+    text: str, *inputs: torch.Tensor, params: dict[str, torch.Tensor] | None = None, precision: str = "float32"
+) -> list[torch.Tensor]:
     program = Program(parse_ir(text), ParamStore(params or {}))
     program.verify()
     return ReferenceExecutor(program, precision).run(list(inputs))
@@ -39,7 +41,9 @@ def window_count(size: int, lo: int, hi: int, k: int, s: int, d: int, ceil: bool
     return out
 
 
-def pool_bruteforce(x: np.ndarray, kind: str, k: tuple, s: tuple, pad: tuple, d: tuple, ceil: bool, include_pad: bool) -> np.ndarray:
+def pool_bruteforce(
+    x: np.ndarray, kind: str, k: tuple, s: tuple, pad: tuple, d: tuple, ceil: bool, include_pad: bool
+) -> np.ndarray:
     n, c, h, w = x.shape
     ho = window_count(h, pad[0], pad[1], k[0], s[0], d[0], ceil)
     wo = window_count(w, pad[2], pad[3], k[1], s[1], d[1], ceil)
@@ -82,7 +86,7 @@ def test_max_pool_matches_bruteforce(kernel, stride, padding, dilation, ceil, rn
     wo = window_count(8, padding[2], padding[3], kernel[1], stride[1], dilation[1], ceil)
     text = f"""func.func @forward(%x: {ty(x.shape)}) -> {ty((2, 3, ho, wo))} {{
       %y = tcp.max_pool2d %x {{kernel = array<i64: {kernel[0]}, {kernel[1]}>, stride = array<i64: {stride[0]}, {stride[1]}>,
-        padding = array<i64: {', '.join(map(str, padding))}>, dilation = array<i64: {dilation[0]}, {dilation[1]}>, ceil_mode = {str(ceil).lower()}}}
+        padding = array<i64: {", ".join(map(str, padding))}>, dilation = array<i64: {dilation[0]}, {dilation[1]}>, ceil_mode = {str(ceil).lower()}}}
         : {ty(x.shape)} -> {ty((2, 3, ho, wo))}
       func.return %y : {ty((2, 3, ho, wo))}
     }}"""
@@ -100,7 +104,7 @@ def test_avg_pool_matches_bruteforce(kernel, stride, padding, dilation, ceil, in
     out = ty((1, 2, ho, wo))
     text = f"""func.func @forward(%x: {ty(x.shape)}) -> {out} {{
       %y = tcp.avg_pool2d %x {{kernel = array<i64: {kernel[0]}, {kernel[1]}>, stride = array<i64: {stride[0]}, {stride[1]}>,
-        padding = array<i64: {', '.join(map(str, padding))}>, ceil_mode = {str(ceil).lower()}, count_include_pad = {str(include_pad).lower()}}}
+        padding = array<i64: {", ".join(map(str, padding))}>, ceil_mode = {str(ceil).lower()}, count_include_pad = {str(include_pad).lower()}}}
         : {ty(x.shape)} -> {out}
       func.return %y : {out}
     }}"""
@@ -110,7 +114,7 @@ def test_avg_pool_matches_bruteforce(kernel, stride, padding, dilation, ceil, in
 
 
 def conv_bruteforce(x: np.ndarray, w: np.ndarray, s: tuple, pad: tuple, d: tuple, groups: int) -> np.ndarray:
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[1]), (pad[2], pad[3])))
     ho = (h + pad[0] + pad[1] - d[0] * (kh - 1) - 1) // s[0] + 1
@@ -136,7 +140,7 @@ def test_conv2d_asymmetric_padding_matches_bruteforce(stride, padding, dilation,
     out = ty(expected.shape)
     text = f"""func.func @forward(%x: {ty(x.shape)}) -> {out} {{
       %w = tcp.param @w : {ty(w.shape)}
-      %y = tcp.conv2d %x, %w {{stride = array<i64: {stride[0]}, {stride[1]}>, padding = array<i64: {', '.join(map(str, padding))}>,
+      %y = tcp.conv2d %x, %w {{stride = array<i64: {stride[0]}, {stride[1]}>, padding = array<i64: {", ".join(map(str, padding))}>,
         dilation = array<i64: {dilation[0]}, {dilation[1]}>, groups = {groups} : i64}} : ({ty(x.shape)}, {ty(w.shape)}) -> {out}
       func.return %y : {out}
     }}"""
@@ -247,7 +251,11 @@ def test_all_ops_program_runs_in_both_precisions(rng) -> None:
     program = Program(module, ParamStore())
     for op in program.param_ops():
         program.params.add(op.param_name, torch.rand(shape_of(op.result), generator=rng) + 0.5)
-    inputs = [torch.randn(2, 3, 8, 8, generator=rng), torch.randint(0, 10, (2, 5), generator=rng), torch.randn(4, 6, generator=rng)]
+    inputs = [
+        torch.randn(2, 3, 8, 8, generator=rng),
+        torch.randint(0, 10, (2, 5), generator=rng),
+        torch.randn(4, 6, generator=rng),
+    ]
     narrow = ReferenceExecutor(program, "float32").run(inputs)
     wide = ReferenceExecutor(program, "float64", keep_precision=True).run(inputs)
     for a, b in zip(narrow, wide):
@@ -255,3 +263,15 @@ def test_all_ops_program_runs_in_both_precisions(rng) -> None:
             assert_matches(a, b.float(), torch.float32)
         else:
             assert torch.equal(a, b)
+
+
+def test_constants_hold_their_element_types_value() -> None:
+    text = f"""func.func @forward() -> ({ty((2,), "f16")}, {ty((2,))}) {{
+      %h = tcp.constant {{value = 1.000000e-01 : f64}} : {ty((2,), "f16")}
+      %f = tcp.constant {{value = 1.000000e-01 : f64}} : {ty((2,))}
+      func.return %h, %f : {ty((2,), "f16")}, {ty((2,))}
+    }}"""
+    program = Program(parse_ir(text), ParamStore())
+    half, single = ReferenceExecutor(program, "float64", keep_precision=True).run([])
+    assert half[0].item() == torch.tensor(0.1, dtype=torch.float16).item()
+    assert single[0].item() == torch.tensor(0.1, dtype=torch.float32).item()

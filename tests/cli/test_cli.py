@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from dnnc.cli import main
 
-MODEL = '''
+MODEL = """
 import torch
 from torch import nn
 
@@ -41,7 +41,7 @@ def broken():
 
 def not_a_pair():
     return 42
-'''
+"""
 
 
 @pytest.fixture
@@ -51,8 +51,8 @@ def model_file(tmp_path: Path) -> Path:
     return path
 
 
-def invoke(*args: str, input: str | None = None):
-    return CliRunner().invoke(main, list(args), input=input)
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(main, list(args), input=stdin)
 
 
 @pytest.fixture
@@ -132,7 +132,9 @@ def test_run_bad_files(compiled: Path, tmp_path: Path) -> None:
     gone = invoke("run", str(compiled), "--input=2x3x6x6xf32=0.5")
     assert gone.exit_code == 1 and "parameter file" in gone.output and "does not exist" in gone.output
     broken = tmp_path / "broken.mlir"
-    broken.write_text("func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %y = tcp.exp %x : tensor<3xf32>\n  func.return %y : tensor<2xf32>\n}\n")
+    broken.write_text(
+        "func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %y = tcp.exp %x : tensor<3xf32>\n  func.return %y : tensor<2xf32>\n}\n"
+    )
     bad_ir = invoke("run", str(broken))
     assert bad_ir.exit_code == 1 and str(broken) in bad_ir.output
 
@@ -180,16 +182,45 @@ def test_compile_unknown_factory_argument(model_file: Path) -> None:
 
 def test_opt_runs_passes_on_files_and_stdin(compiled: Path, tmp_path: Path) -> None:
     stage = tmp_path / "imported.mlir"
-    invoke("compile", f"{compiled.parent.parent / 'models.py'}:tiny", "--dump-dir", str(tmp_path), "-o", str(tmp_path / "x.mlir"), "--no-check")
+    invoke(
+        "compile",
+        f"{compiled.parent.parent / 'models.py'}:tiny",
+        "--dump-dir",
+        str(tmp_path),
+        "-o",
+        str(tmp_path / "x.mlir"),
+        "--no-check",
+    )
     text = stage.read_text()
-    result = invoke("opt", "-p", "fold-batchnorm,dce", input=text)
+    result = invoke("opt", "-p", "fold-batchnorm,dce", stdin=text)
     assert result.exit_code == 0, result.output
     assert "tcp.batch_norm" in text and "tcp.batch_norm" not in result.output and "tcp.rsqrt" in result.output
     out = tmp_path / "out.mlir"
-    result = invoke("opt", str(stage), "-p", "fold-batchnorm,simplify-shapes,fold-params,dce", "--params", str(compiled.with_suffix(".safetensors")), "-o", str(out), "--params-out", str(tmp_path / "out.safetensors"))
+    result = invoke(
+        "opt",
+        str(stage),
+        "-p",
+        "fold-batchnorm,simplify-shapes,fold-params,dce",
+        "--params",
+        str(compiled.with_suffix(".safetensors")),
+        "-o",
+        str(out),
+        "--params-out",
+        str(tmp_path / "out.safetensors"),
+    )
     # the imported stage names the model's original parameters, which the compiled store no longer has
     assert result.exit_code == 1 and "fold-params needs parameter values" in result.output
-    result = invoke("opt", str(stage), "-p", "fold-batchnorm,simplify-shapes,fold-params,dce", "--random-params", "-o", str(out), "--params-out", str(tmp_path / "out.safetensors"))
+    result = invoke(
+        "opt",
+        str(stage),
+        "-p",
+        "fold-batchnorm,simplify-shapes,fold-params,dce",
+        "--random-params",
+        "-o",
+        str(out),
+        "--params-out",
+        str(tmp_path / "out.safetensors"),
+    )
     assert result.exit_code == 0, result.output
     assert "tcp.rsqrt" not in out.read_text() and (tmp_path / "out.safetensors").is_file()
     assert invoke("run", str(out), "--params", str(tmp_path / "out.safetensors"), "--input=2x3x6x6xf32=random").exit_code == 0
@@ -210,7 +241,7 @@ def test_opt_errors(compiled: Path, args: list[str], message: str) -> None:
 
 
 def test_opt_reports_parse_errors_with_location() -> None:
-    result = invoke("opt", input="func.func @f(%x: tensor<2xf32>) {\n  %y = tcp.frobnicate %x\n}\n")
+    result = invoke("opt", stdin="func.func @f(%x: tensor<2xf32>) {\n  %y = tcp.frobnicate %x\n}\n")
     assert result.exit_code == 1 and "<stdin>" in result.output and "2:" in result.output
 
 

@@ -74,7 +74,11 @@ CASES = [
     Case("full_like", fn(lambda a: a + torch.full_like(a, 2.0) * torch.ones_like(a) - torch.zeros(a.shape[-1])), ((3, 4),)),
     Case("tril_mask", fn(lambda a: torch.tril(a) + torch.triu(a, diagonal=1) * 2), ((5, 5),)),
     # shapes and data movement
-    Case("views", fn(lambda a: (a.view(6, 5), a.reshape(-1), a.flatten(1), a.unsqueeze(-1), a.unsqueeze(0).squeeze(0))), ((2, 3, 5),)),
+    Case(
+        "views",
+        fn(lambda a: (a.view(6, 5), a.reshape(-1), a.flatten(1), a.unsqueeze(-1), a.unsqueeze(0).squeeze(0))),
+        ((2, 3, 5),),
+    ),
     Case("permutes", fn(lambda a: (a.permute(2, -3, 1), a.transpose(-1, -2), a[0].t())), ((2, 3, 5),)),
     Case("expand_repeat", fn(lambda a: (a.expand(4, -1, 3), a.repeat(2, 1, 3))), ((1, 5, 1),)),
     Case("cat_stack", fn(lambda a, b: (torch.cat([a, b], dim=-1), torch.stack([a, a], dim=1))), ((3, 2), (3, 5))),
@@ -85,7 +89,11 @@ CASES = [
     Case("pad", fn(lambda a: (F.pad(a, (1, 2)), F.pad(a, (0, 0, 2, 1), value=-1.5), F.pad(a, (-1, 1)))), ((1, 3, 4),)),
     # reductions
     Case("sums", fn(lambda a: (a.sum(dim=(-1, 0), keepdim=True), a.sum(), a.mean(1), a.mean())), ((3, 4, 5),)),
-    Case("max_min_reductions", fn(lambda a: (a.amax(-1), a.amin(dim=(0, 2)), a.max(dim=1).values, a.min(dim=-1, keepdim=True).values)), ((3, 4, 5),)),
+    Case(
+        "max_min_reductions",
+        fn(lambda a: (a.amax(-1), a.amin(dim=(0, 2)), a.max(dim=1).values, a.min(dim=-1, keepdim=True).values)),
+        ((3, 4, 5),),
+    ),
     Case("any", fn(lambda a: ((a > 1.0).any(-1), (a > 1.0).any())), ((4, 6),)),
     Case("variance", fn(lambda a: (a.var(-1), a.var(dim=(0, 1), correction=0, keepdim=True))), ((3, 4, 5),)),
     Case("log_softmax", fn(lambda a: (F.log_softmax(a, -1), F.log_softmax(a, 0))), ((3, 7),)),
@@ -94,7 +102,11 @@ CASES = [
     Case("linear", lambda: nn.Linear(7, 5), ((3, 7),)),
     Case("linear_3d_nobias", lambda: nn.Linear(6, 4, bias=False), ((2, 3, 6),)),
     Case("linear_1d", lambda: nn.Linear(4, 3), ((4,),)),
-    Case("matmuls", fn(lambda a, b, c: (a @ b, torch.bmm(a, c), torch.einsum("bij,bjk->bik", a, c))), ((2, 3, 4), (4, 5), (2, 4, 5))),
+    Case(
+        "matmuls",
+        fn(lambda a, b, c: (a @ b, torch.bmm(a, c), torch.einsum("bij,bjk->bik", a, c))),
+        ((2, 3, 4), (4, 5), (2, 4, 5)),
+    ),
     # convolutions
     Case("conv_basic", lambda: nn.Conv2d(3, 5, 3), ((2, 3, 9, 7),)),
     Case("conv_stride_pad", lambda: nn.Conv2d(4, 6, 3, stride=2, padding=(2, 1), bias=False), ((1, 4, 11, 8),)),

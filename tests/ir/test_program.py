@@ -39,7 +39,10 @@ def test_missing_parameter() -> None:
 
 @pytest.mark.parametrize(
     "value,message",
-    [(torch.ones(4, 3), r"stored as \[4, 3\] float32 but the IR uses 3x4xf32"), (torch.ones(3, 4, dtype=torch.bfloat16), "bfloat16")],
+    [
+        (torch.ones(4, 3), r"stored as \[4, 3\] float32 but the IR uses 3x4xf32"),
+        (torch.ones(3, 4, dtype=torch.bfloat16), "bfloat16"),
+    ],
 )
 def test_mismatched_parameter(value: torch.Tensor, message: str) -> None:
     with pytest.raises(ParamError, match=message):

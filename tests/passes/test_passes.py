@@ -148,12 +148,14 @@ class BreakTypes(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for inner in op.walk():
             if isinstance(inner, tcp.ExpOp):
-                inner.result._type = TensorType(f32, [99])  # noqa: SLF001 - breaking it on purpose
+                inner.result._type = TensorType(f32, [99])
 
 
 def test_pipeline_names_the_pass_that_broke_the_ir() -> None:
     program = Program(
-        parse_ir("func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %e = tcp.exp %x : tensor<4xf32>\n  func.return %e : tensor<4xf32>\n}"),
+        parse_ir(
+            "func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %e = tcp.exp %x : tensor<4xf32>\n  func.return %e : tensor<4xf32>\n}"
+        ),
         ParamStore(),
     )
     with pytest.raises(PassError, match="pass break-types produced invalid IR"):
@@ -162,7 +164,11 @@ def test_pipeline_names_the_pass_that_broke_the_ir() -> None:
 
 @pytest.mark.parametrize(
     "spec,message",
-    [("no-such-pass", "unknown pass 'no-such-pass'; known passes: dce"), ("dce{x=1}", "bad options for pass 'dce'"), ("dce{", "cannot parse pass pipeline")],
+    [
+        ("no-such-pass", "unknown pass 'no-such-pass'; known passes: dce"),
+        ("dce{x=1}", "bad options for pass 'dce'"),
+        ("dce{", "cannot parse pass pipeline"),
+    ],
 )
 def test_pass_pipeline_errors(spec: str, message: str) -> None:
     with pytest.raises(PassError, match=message.replace("{", r"\{")):
@@ -171,3 +177,9 @@ def test_pass_pipeline_errors(spec: str, message: str) -> None:
 
 def test_registry_names_every_pass() -> None:
     assert set(PASSES) == {"fold-batchnorm", "simplify-shapes", "fold-params", "dce"}
+
+
+def test_fold_params_rejects_a_nonpositive_growth_limit() -> None:
+    program = Program(parse_ir("func.func @forward() {\n  func.return\n}\n"), ParamStore())
+    with pytest.raises(PassError, match="max-growth must be positive, got 0.0"):
+        run_passes(program, parse_passes("fold-params{max-growth=0.0}"))

@@ -32,8 +32,7 @@ class ReferenceExecutor:
         self.program = program
         self.keep_precision = keep_precision
         self._params = {
-            op.param_name: program.params[op.param_name].to(dtype_for(element_of(op.result), self))
-            for op in program.param_ops()
+            op.param_name: program.params[op.param_name].to(dtype_for(element_of(op.result), self)) for op in program.param_ops()
         }
 
     def param(self, name: str) -> Value:

@@ -65,8 +65,10 @@ def _param(op: tcp.ParamOp, args: list[Value], env: Env) -> Value:
 
 @rule(tcp.ConstantOp)
 def _constant(op: tcp.ConstantOp, args: list[Value], env: Env) -> Value:
+    """The value as the element type stores it (0.1 in an f16 constant is f16's 0.1)."""
     t = op.result.type
-    return torch.full(shape_of(t), op.scalar, dtype=dtype_for(t.element_type, env))
+    stored = torch.full(shape_of(t), op.scalar, dtype=torch_dtype(t.element_type))
+    return stored.to(dtype_for(t.element_type, env))
 
 
 @rule(tcp.IotaOp)

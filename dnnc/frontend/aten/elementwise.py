@@ -187,12 +187,12 @@ def hardtanh(em: Emitter, self: Any, min_val: Any = -1.0, max_val: Any = 1.0) ->
 
 
 @rule(aten.clamp.default)
-def clamp(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:  # noqa: A002 - ATen's names
+def clamp(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
     return clamp_value(em, self, min, max)
 
 
 @rule(aten.clamp.Tensor)
-def clamp_tensor(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:  # noqa: A002
+def clamp_tensor(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
     out = em.result_type()
     shape, element = shape_of(out), out.element_type
     x = em.operand(self, shape, element)

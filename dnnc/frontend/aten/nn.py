@@ -7,8 +7,8 @@ from typing import Any
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.elementwise import binary
-from dnnc.frontend.aten.registry import aten, normalize_axis, rule
 from dnnc.frontend.aten.reductions import reduce
+from dnnc.frontend.aten.registry import aten, normalize_axis, rule
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
@@ -53,7 +53,7 @@ def addmm(em: Emitter, self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: An
 @rule(aten.convolution.default)
 def convolution(
     em: Emitter,
-    input: Any,  # noqa: A002 - ATen's names
+    input: Any,
     weight: Any,
     bias: Any,
     stride: Any,
@@ -95,7 +95,14 @@ def _vector_or(em: Emitter, arg: Any, channels: int, element: Any, fill: float) 
 
 @rule(aten._native_batch_norm_legit_no_training.default)
 def batch_norm(
-    em: Emitter, input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, momentum: Any, eps: float  # noqa: A002
+    em: Emitter,
+    input: Any,
+    weight: Any,
+    bias: Any,
+    running_mean: Any,
+    running_var: Any,
+    momentum: Any,
+    eps: float,
 ) -> tuple[object, ...]:
     x = em.value(input)
     channels, element = shape_of(x)[1], element_of(x)
@@ -116,7 +123,7 @@ def batch_norm_training(em: Emitter, **_: Any) -> SSAValue:
 
 
 @rule(aten.native_layer_norm.default)
-def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple[object, ...]:  # noqa: A002
+def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple[object, ...]:
     x = em.value(input)
     shape, element = shape_of(x), element_of(x)
     axis = len(shape) - len(normalized_shape)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Self
+from typing import Self
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
@@ -66,7 +66,9 @@ def check_elements(op: str, t: TensorType, allowed: Sequence[Attribute], what: s
 
 def check_same(op: str, types: Sequence[TensorType]) -> None:
     if any(t != types[0] for t in types[1:]):
-        raise fail(op, "operands must have one type (broadcast and cast explicitly), got " + ", ".join(describe(t) for t in types))
+        raise fail(
+            op, "operands must have one type (broadcast and cast explicitly), got " + ", ".join(describe(t) for t in types)
+        )
 
 
 def check_axis(op: str, axis: int, rank: int, what: str = "axis") -> None:

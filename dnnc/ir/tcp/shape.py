@@ -96,8 +96,10 @@ class ConcatOp(TcpOp):
         size = 0
         for t in operand_types:
             s = t.get_shape()
-            if t.element_type != first.element_type or len(s) != rank or any(
-                a != b for i, (a, b) in enumerate(zip(s, first.get_shape())) if i != axis
+            if (
+                t.element_type != first.element_type
+                or len(s) != rank
+                or any(a != b for i, (a, b) in enumerate(zip(s, first.get_shape())) if i != axis)
             ):
                 raise fail(cls.name, f"inputs {describe(first)} and {describe(t)} do not agree off axis {axis}")
             size += s[axis]

@@ -48,7 +48,8 @@ class ParamOp(TcpOp):
 
 @irdl_op_definition
 class ConstantOp(TcpOp):
-    """A tensor whose every element is ``value`` (a float for float types, an integer otherwise)."""
+    """A tensor whose every element is ``value`` (a float for float types, an integer
+    otherwise), rounded to the element type (0.1 in an f16 constant is f16's 0.1)."""
 
     name = "tcp.constant"
     value = prop_def(FloatAttr | IntegerAttr)

@@ -58,3 +58,10 @@ func.func @no_growth(%x: tensor<8xf32>, %y: tensor<2x8xf32>) -> (tensor<8xf32>, 
   %b = tcp.mul %y, %e : tensor<2x8xf32>
   func.return %a, %b : tensor<8xf32>, tensor<2x8xf32>
 }
+
+// RUN: %dnnc opt %s -p "fold-params{max-growth=8.0},dce" --random-params | %filecheck %s --check-prefix=GROW
+// With max-growth=8 the exp of the broadcast small parameter (16 elements from 2) is folded.
+// GROW-LABEL: func.func @no_growth
+// GROW:         tcp.iota
+// GROW:         %[[E:.*]] = tcp.param @small.folded : tensor<2x8xf32>
+// GROW-NEXT:    tcp.mul %{{.*}}, %[[E]]
