@@ -4,6 +4,10 @@
 #   records the machine and versions, runs the test suite (GPU tests included)
 #   and the benchmarks, and leaves logs and JSON under $OUT.
 # dnnc runs from the source tree; nothing is installed into the image's Python.
+# Fill .whl/ once on a machine with network access:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+#     -d .whl xdsl==0.74.0 'immutabledict<4.3.2' ordered-set==4.1 filecheck==1.0.6 lit==23.1.5
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnc-device-out}
 mkdir -p "$OUT"
