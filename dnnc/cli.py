@@ -116,32 +116,26 @@ def _random_like(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
 def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[Any, ...]) -> None:
     """Fresh random inputs shaped like the examples (integers within their range);
-    every output is compared with its dtype's tolerance."""
+    every output must match by ``dnnc.numerics``' rules and tolerances."""
     import torch.utils._pytree as pytree
+
+    from dnnc.numerics import TOLERANCE, mismatch, relative_error
 
     g = torch.Generator().manual_seed(int(time.time()))
     fresh = tuple(_random_like(x, g) if isinstance(x, torch.Tensor) else x for x in example)
     with torch.no_grad():
         expected = pytree.tree_leaves(module(*fresh))
     got = pytree.tree_leaves(compiled(*fresh))
-    worst, failed = 0.0, False
-    for e, a in zip(expected, got, strict=True):
-        if not e.is_floating_point():
-            failed |= not torch.equal(a, e)
-            continue
-        err = ((a.double() - e.double()).norm() / e.double().norm().clamp_min(1e-30)).item()
-        worst = max(worst, err)
-        failed |= err > CHECK_TOLERANCE.get(e.dtype, 0.0)
-    verdict = "[red]DIFFERS from[/red]" if failed else "[green]matches[/green]"
-    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {t:.0e}" for d, t in CHECK_TOLERANCE.items())
+    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e)) is not None]
+    worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
+    verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
+    shown = (torch.float32, torch.float16, torch.bfloat16)
+    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {TOLERANCE[d]:.0e}" for d in shown)
     console.print(
         f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
     )
-    if failed:
-        raise click.ClickException("compiled program does not match PyTorch eager")
-
-
-CHECK_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+    if problems:
+        raise click.ClickException(f"compiled program does not match PyTorch eager: {problems[0]}")
 
 
 # run ----------------------------------------------------------------------------------
