@@ -13,11 +13,10 @@ from torch.export import ExportedProgram
 from dnnc import knobs
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import DnncError, InputError
-from dnnc.frontend.torch_export import decompose
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
-from dnnc.pipeline import CompileReport, canonicalize, export_model
+from dnnc.pipeline import CompileReport, canonicalize, exported_program
 from dnnc.runtime.signature import TensorSpec, check_inputs
 
 
@@ -98,14 +97,7 @@ def compile(  # noqa: A001 - the public name users expect
     """Compile a PyTorch model (or an ExportedProgram) for the given example inputs."""
     target = resolve_device(device)
     report = CompileReport()
-    if isinstance(model, ExportedProgram):
-        ep = decompose(model)
-    else:
-        if isinstance(example_inputs, torch.Tensor):
-            example_inputs = (example_inputs,)
-        if not example_inputs:
-            raise DnncError("dnnc.compile needs example inputs for a torch.nn.Module (their shapes and dtypes are compiled in)")
-        ep = export_model(model, example_inputs, report)
+    ep = exported_program(model, example_inputs, report)
     program = canonicalize(ep, report)
     args, kwargs = ep.example_inputs or ((), {})
     positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)

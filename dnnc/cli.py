@@ -106,12 +106,11 @@ def _print_summary(compiled: Any, output: Path) -> None:
 
 
 def _random_like(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    if t.dtype.is_floating_point:
-        return torch.randn(t.shape, generator=generator).to(t.dtype)
-    if t.dtype == torch.bool:
-        return torch.randint(0, 2, t.shape, generator=generator).bool()
-    lo, hi = (int(t.min()), int(t.max()) + 1) if t.numel() else (0, 1)
-    return torch.randint(lo, max(hi, lo + 1), t.shape, generator=generator).to(t.dtype)
+    """Like ``t``; integers stay within the example's range (token ids in the vocabulary)."""
+    from dnnc.inputs import random_tensor
+
+    lo, hi = (int(t.min()), int(t.max()) + 1) if t.numel() and not t.is_floating_point() else (0, 1)
+    return random_tensor(tuple(t.shape), t.dtype, generator, (lo, max(hi, lo + 1)))
 
 
 def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[Any, ...]) -> None:
@@ -130,7 +129,7 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
     worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
     verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
     shown = (torch.float32, torch.float16, torch.bfloat16)
-    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {TOLERANCE[d]:.0e}" for d in shown)
+    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {TOLERANCE[d]:g}" for d in shown)
     console.print(
         f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
     )

@@ -56,10 +56,7 @@ def parse_input(spec: str, seed: int = 0) -> torch.Tensor:
             raise InputError(f"input {spec!r}: file holds {list(tensor.shape)} {tensor.dtype}, expected {list(shape)} {dtype}")
         return tensor
     if value == "random":
-        g = torch.Generator().manual_seed(seed)
-        if dtype.is_floating_point:
-            return torch.randn(shape, generator=g).to(dtype)
-        return torch.randint(0, 2 if dtype == torch.bool else 10, shape, generator=g).to(dtype)
+        return random_tensor(shape, dtype, torch.Generator().manual_seed(seed))
     try:
         values = [float(v) for v in value.split(",")]
     except ValueError:
@@ -70,6 +67,16 @@ def parse_input(spec: str, seed: int = 0) -> torch.Tensor:
     if len(values) != count:
         raise InputError(f"input {spec!r}: {len(values)} values given for {count} elements")
     return torch.tensor(values, dtype=torch.float64).reshape(shape).to(dtype)
+
+
+def random_tensor(
+    shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator, int_range: tuple[int, int] = (0, 10)
+) -> torch.Tensor:
+    """normal(0, 1) for floats, uniform integers in ``int_range`` (end exclusive), fair booleans."""
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    lo, hi = (0, 2) if dtype == torch.bool else int_range
+    return torch.randint(lo, hi, shape, generator=generator).to(dtype)
 
 
 def save_npy(tensor: torch.Tensor, path: str) -> None:

@@ -22,7 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from dnnc import knobs
-from dnnc.errors import PassError
+from dnnc.errors import DnncError, PassError
 from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
@@ -101,8 +101,21 @@ def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
     return program
 
 
+def exported_program(
+    model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] | torch.Tensor, report: CompileReport
+) -> ExportedProgram:
+    """Core-ATen program of a module (exported for the example inputs) or of a
+    program the user exported already."""
+    if isinstance(model, ExportedProgram):
+        return decompose(model)
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if not example_inputs:
+        raise DnncError("compiling a torch.nn.Module needs example inputs (their shapes and dtypes are compiled in)")
+    return export_model(model, example_inputs, report)
+
+
 def to_canonical_tcp(model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] = ()) -> Program:
     """Export (unless given an ExportedProgram), import and canonicalize."""
     report = CompileReport()
-    ep = decompose(model) if isinstance(model, ExportedProgram) else export_model(model, example_inputs, report)
-    return canonicalize(ep, report)
+    return canonicalize(exported_program(model, example_inputs, report), report)
