@@ -31,6 +31,7 @@ class ReferenceExecutor:
         self.compute_dtype = COMPUTE_DTYPES[precision]
         self.program = program
         self.keep_precision = keep_precision
+        self._frees: dict[Block, dict[int, list[SSAValue]]] = {}  # per block, computed on its first run
         self._params = {
             op.param_name: program.params[op.param_name].to(dtype_for(element_of(op.result), self)) for op in program.param_ops()
         }
@@ -53,7 +54,9 @@ class ReferenceExecutor:
 
     def _run(self, block: Block, args: list[Value], terminator: type[Operation]) -> list[Value]:
         env: dict[SSAValue, Value] = dict(zip(block.args, args))
-        last_use = _last_uses(block)
+        if block not in self._frees:
+            self._frees[block] = _last_uses(block)
+        last_use = self._frees[block]
         for index, op in enumerate(block.ops):
             operands = [env[v] for v in op.operands]
             if isinstance(op, terminator):
