@@ -30,6 +30,16 @@ class Knobs:
     """Write the IR of every stage to this directory. (DNNC_DUMP_DIR)"""
     log_level: str = "WARNING"
     """Level of the ``dnnc`` logger. (DNNC_LOG_LEVEL)"""
+    cache_dir: Path = Path.home() / ".cache" / "dnnc"
+    """Content-addressed caches (compiled kernels, measured plans) live under here. (DNNC_CACHE_DIR)"""
+    cache: bool = True
+    """Read and write the caches under ``cache_dir``; off recompiles everything. (DNNC_CACHE)"""
+    autotune: bool = True
+    """Time every candidate plan or config on the GPU and keep the fastest; off takes the
+    first heuristic choice. (DNNC_AUTOTUNE)"""
+    gpu_backends: str = "cudnn,triton"
+    """Backends the GPU pipeline may use, in order of preference; ops none of them take run
+    as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
 
 
 _ENV = {
@@ -38,12 +48,17 @@ _ENV = {
     "verify_each_pass": "DNNC_VERIFY_EACH_PASS",
     "dump_dir": "DNNC_DUMP_DIR",
     "log_level": "DNNC_LOG_LEVEL",
+    "cache_dir": "DNNC_CACHE_DIR",
+    "cache": "DNNC_CACHE",
+    "autotune": "DNNC_AUTOTUNE",
+    "gpu_backends": "DNNC_GPU_BACKENDS",
 }
+_BOOLS = ("verify_each_pass", "cache", "autotune")
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "reference_precision": ("float32", "float64")}
 
 
 def _parse(field: str, raw: str) -> object:
-    if field == "verify_each_pass":
+    if field in _BOOLS:
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
         if raw.lower() in ("0", "false", "no", "off"):
@@ -51,6 +66,8 @@ def _parse(field: str, raw: str) -> object:
         raise ValueError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
     if field == "dump_dir":
         return Path(raw) if raw else None
+    if field == "cache_dir":
+        return Path(raw).expanduser()
     if field in _CHOICES and raw not in _CHOICES[field]:
         raise ValueError(f"{_ENV[field]}={raw!r}: expected one of {', '.join(_CHOICES[field])}")
     return raw
