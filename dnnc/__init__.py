@@ -7,7 +7,6 @@ pipeline.
 
 from dnnc.api import CompiledModule, compile  # noqa: A004
 from dnnc.errors import DnncError
-
-__version__ = "0.1.0"
+from dnnc.version import __version__
 
 __all__ = ["CompiledModule", "DnncError", "__version__", "compile"]

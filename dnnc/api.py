@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from dnnc.errors import DnncError, InputError
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
-from dnnc.pipeline import CompileReport, canonicalize, exported_program
+from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
 from dnnc.runtime.signature import TensorSpec, check_inputs
 
 
@@ -43,7 +44,15 @@ class CompiledModule:
         self._in_spec = in_spec
         self._positional = positional  # the example inputs were plain positional tensors
         self._out_spec = out_spec
-        self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
+        if device == "cuda":
+            from dnnc.runtime.gpu_executor import GpuExecutor
+
+            started = time.perf_counter()
+            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda")
+            report.add("gpu-build", started, None)  # cuDNN plans built and tuned, kernels compiled
+            self._executor.announce()
+        else:
+            self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
 
     def __call__(self, *args: Any) -> Any:
         flat = self._flatten(args)
@@ -75,19 +84,20 @@ class CompiledModule:
 
 
 def resolve_device(device: str | None) -> str:
-    """Where the program runs. Only the CPU reference backend exists so far, and
-    dnnc says so once rather than pretending to use the GPU."""
+    """Where the program runs: ``auto`` takes the GPU when there is one and says
+    once when it runs on the CPU reference backend instead."""
     device = device or knobs.get().device
     if device == "cpu":
         return "cpu"
     if device == "cuda":
-        raise DnncError("device='cuda': this dnnc build has no GPU backend yet; use device='cpu' (the reference backend)")
+        if not torch.cuda.is_available():
+            raise DnncError("device='cuda' but torch sees no CUDA GPU; use device='cpu' (the reference backend)")
+        return "cuda"
     if device != "auto":
         raise DnncError(f"unknown device {device!r}: expected 'auto', 'cpu' or 'cuda'")
     if torch.cuda.is_available():
-        say_once("dnnc: a GPU is present but no GPU backend is built yet; running on the CPU reference backend")
-    else:
-        say_once("dnnc: no GPU found; running on the CPU reference backend")
+        return "cuda"
+    say_once("dnnc: no GPU found; running on the CPU reference backend")
     return "cpu"
 
 
@@ -99,6 +109,8 @@ def compile(  # noqa: A001 - the public name users expect
     report = CompileReport()
     ep = exported_program(model, example_inputs, report)
     program = canonicalize(ep, report)
+    if target == "cuda":
+        lower_for_gpu(program, report)
     args, kwargs = ep.example_inputs or ((), {})
     positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
     return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional)

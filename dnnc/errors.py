@@ -30,3 +30,7 @@ class PassError(DnncError):
 
 class ModelLoadError(DnncError):
     """A model given as ``file.py:factory`` that cannot be loaded."""
+
+
+class BackendUnavailable(DnncError):
+    """A backend's library or device is missing (e.g. the cuDNN frontend on a CPU machine)."""

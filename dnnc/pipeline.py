@@ -29,7 +29,34 @@ from dnnc.ir.program import Program
 from dnnc.passes import ParamPass, parse_passes
 
 CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
-STAGES: dict[str, str] = {"canonical": CANONICALIZE}
+CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params,dce,lower-cudnn"
+"""Outline cuDNN graphs, make convolutions channels-last (weights transposed once,
+here), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
+
+STAGES: dict[str, str] = {"canonical": CANONICALIZE, "gpu-cudnn": CUDNN_STAGE, "gpu-triton": "triton-fuse,dce"}
+
+
+def gpu_stages(backends: Sequence[str]) -> list[str]:
+    """The GPU lowering stages for the backends asked for, in their order; a stage
+    whose passes are not in this build (Triton before it lands) is skipped."""
+    from dnnc.passes import PASSES
+
+    stages = []
+    for b in backends:
+        stage = f"gpu-{b}"
+        if stage not in STAGES:
+            raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
+        if all(p.split("{")[0] in PASSES for p in STAGES[stage].split(",")):
+            stages.append(stage)
+    return stages
+
+
+def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:
+    """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp."""
+    if backends is None:
+        backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    for stage in gpu_stages(backends):
+        run_stage(program, stage, report)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,15 @@
 #   records the machine and versions, runs the test suite (GPU tests included)
 #   and the benchmarks, and leaves logs and JSON under $OUT.
 # dnnc runs from the source tree; nothing is installed into the image's Python.
+# Steps (arguments, in order; default: all): tests gpu-tests bench
+#   tests      the whole suite (CPU and GPU tests), junit XML
+#   gpu-tests  only the tests marked gpu (extra pytest args via $PYTEST_ARGS)
+#   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
 # Fill .whl/ once on a machine with network access:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-#     -d .whl xdsl==0.74.0 'immutabledict<4.3.2' ordered-set==4.1 filecheck==1.0.6 lit==23.1.5
+#     -d .whl xdsl==0.74.0 'immutabledict<4.3.2' ordered-set==4.1 filecheck==1.0.6 lit==23.1.5 \
+#     nvidia-cudnn-frontend==1.32.0
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnc-device-out}
 mkdir -p "$OUT"
@@ -32,8 +37,23 @@ for name in ("triton", "xdsl", "safetensors", "numpy", "click", "rich", "nvidia-
 PY
 } 2>&1 | tee "$OUT/environment.txt"
 
+steps=${*:-tests gpu-tests bench}
 status=0
-python3 -m pytest -n 8 -q -p no:cacheprovider --junitxml="$OUT/tests.xml" tests 2>&1 | tee "$OUT/tests.log" | tail -25 || status=1
-python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -3 | tee "$OUT/gpu-tests.log"
-python3 bench/compiler_speed.py --out "$OUT/compiler-speed.json" 2>&1 | tee "$OUT/compiler-speed.log" || status=1
+for step in $steps; do
+  case $step in
+    tests)
+      python3 -m pytest -n 8 -q -p no:cacheprovider --junitxml="$OUT/tests.xml" tests 2>&1 | tee "$OUT/tests.log" | tail -25
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    gpu-tests)
+      # shellcheck disable=SC2086
+      python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    bench)
+      python3 bench/compiler_speed.py --out "$OUT/compiler-speed.json" 2>&1 | tee "$OUT/compiler-speed.log" || status=1
+      for b in bench/cudnn_block_resnet.py bench/triton_bandwidth.py; do
+        [ -f "$b" ] && { python3 "$b" --out "$OUT" 2>&1 | tee "$OUT/$(basename "$b" .py).log" || status=1; }
+      done ;;
+    *) echo "unknown step $step"; status=2 ;;
+  esac
+done
 exit $status

@@ -7,14 +7,17 @@ from collections.abc import Sequence
 
 import torch
 
-from dnnc.numerics import TOLERANCE, mismatch, relative_error
+from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
 
 __all__ = ["TOLERANCE", "assert_all_match", "assert_matches", "relative_error"]
 
 
-def assert_matches(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None, what: str = "output") -> None:
+def assert_matches(
+    actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype | None = None, what: str = "output", gpu: bool = False
+) -> None:
+    """``gpu``: hold float32 to GPU_TOLERANCE (TF32 tensor cores)."""
     assert isinstance(actual, torch.Tensor), f"{what}: expected a tensor, got {type(actual).__name__}"
-    problem = mismatch(actual, expected, dtype)
+    problem = mismatch(actual.cpu(), expected.cpu(), dtype, GPU_TOLERANCE if gpu else TOLERANCE)
     assert problem is None, f"{what}: {problem}"
 
 

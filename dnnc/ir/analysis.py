@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xdsl.ir import Block, SSAValue
+from xdsl.traits import IsTerminator
 
 from dnnc.ir import tcp
 
@@ -16,7 +17,8 @@ def compile_time_values(block: Block) -> set[SSAValue]:
     for op in block.ops:
         if isinstance(op, SOURCE_OPS) or (
             isinstance(op, tcp.TcpOp)
-            and not isinstance(op, (tcp.IsolatedGroupOp, tcp.YieldOp))
+            and not op.regions  # groups and graphs are left to their backend
+            and not op.has_trait(IsTerminator)
             and op.operands
             and all(v in known for v in op.operands)
         ):
@@ -36,7 +38,7 @@ def is_compile_time(value: SSAValue) -> bool:
         owner = v.owner
         if isinstance(owner, SOURCE_OPS):
             continue
-        if not isinstance(owner, tcp.TcpOp) or isinstance(owner, tcp.IsolatedGroupOp) or not owner.operands:
+        if not isinstance(owner, tcp.TcpOp) or owner.regions or not owner.operands:
             return False
         stack.extend(owner.operands)
     return True

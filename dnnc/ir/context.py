@@ -6,11 +6,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 
+from dnnc.ir.cudnn import CUDNN
 from dnnc.ir.tcp import TCP
 
 
 def make_context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Func, TCP):
+    for dialect in (Builtin, Func, TCP, CUDNN):
         ctx.load_dialect(dialect)
     return ctx

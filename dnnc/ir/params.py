@@ -37,7 +37,9 @@ class ParamStore(Mapping[str, torch.Tensor]):
         return len(self._tensors)
 
     def add(self, name: str, value: torch.Tensor) -> None:
-        self._tensors[name] = value.detach()
+        """Stored on the CPU whatever device the model was on: compile-time folding
+        and saving work there; executors upload what they need."""
+        self._tensors[name] = value.detach().cpu()
 
     def fresh_name(self, base: str) -> str:
         """A name not in the store, derived from ``base``."""

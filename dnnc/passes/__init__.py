@@ -6,6 +6,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from dnnc.backends.cudnn.grouping import CudnnGroup
+from dnnc.backends.cudnn.layouts import AssignLayouts
+from dnnc.backends.cudnn.lowering import LowerCudnn
+from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.errors import PassError
 from dnnc.passes.base import ParamPass, PatternPass
 from dnnc.passes.dce import DeadCodeElimination
@@ -13,7 +17,10 @@ from dnnc.passes.fold_batchnorm import FoldBatchNorm
 from dnnc.passes.fold_params import FoldParams
 from dnnc.passes.simplify_shapes import SimplifyShapes
 
-PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (FoldBatchNorm, SimplifyShapes, FoldParams, DeadCodeElimination)}
+PASSES: dict[str, type[ModulePass]] = {
+    p.name: p
+    for p in (FoldBatchNorm, SimplifyShapes, FoldParams, DeadCodeElimination, CudnnGroup, AssignLayouts, LowerCudnn, TritonFuse)
+}
 
 
 def parse_passes(spec: str) -> list[ModulePass]:

@@ -10,7 +10,6 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from dnnc.backends.reference.rules import RULES, Value, dtype_for
 from dnnc.errors import DnncError
-from dnnc.ir import tcp
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
@@ -49,8 +48,9 @@ class ReferenceExecutor:
             return outputs
         return [y.to(torch_dtype(element_of(t))) for y, t in zip(outputs, self.program.output_types)]
 
-    def run_block(self, op: tcp.IsolatedGroupOp, args: Sequence[Value]) -> list[Value]:
-        return self._run(op.body.block, list(args), tcp.YieldOp)
+    def run_block(self, op: Operation, args: Sequence[Value]) -> list[Value]:
+        block = op.regions[0].block
+        return self._run(block, list(args), type(block.last_op))
 
     def _run(self, block: Block, args: list[Value], terminator: type[Operation]) -> list[Value]:
         env: dict[SSAValue, Value] = dict(zip(block.args, args))
@@ -94,8 +94,8 @@ class _ConstEnv:
     def param(self, name: str) -> Value:
         return self.params[name]
 
-    def run_block(self, op: tcp.IsolatedGroupOp, args: Sequence[Value]) -> list[Value]:
-        raise DnncError("isolated groups are not evaluated at compile time")
+    def run_block(self, op: Operation, args: Sequence[Value]) -> list[Value]:
+        raise DnncError(f"{op.name} regions are not evaluated at compile time")
 
 
 def evaluate_op(op: Operation, operands: list[Value], params: ParamStore, precision: str = "float64") -> list[Value]:

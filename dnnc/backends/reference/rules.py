@@ -28,7 +28,9 @@ class Env(Protocol):
 
     def param(self, name: str) -> Value: ...
 
-    def run_block(self, op: tcp.IsolatedGroupOp, args: Sequence[Value]) -> list[Value]: ...
+    def run_block(self, op: Operation, args: Sequence[Value]) -> list[Value]:
+        """Run the single block of a region op (a group or a cudnn.graph) on ``args``."""
+        ...
 
 
 Rule = Callable[[Operation, list[Value], Env], Value | list[Value]]

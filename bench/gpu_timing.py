@@ -1,0 +1,102 @@
+"""Timing rules every GPU benchmark here shares (METHOD.md): outputs checked
+against a float32 reference before anything is timed, CUDA events around a
+batch of back-to-back calls, warm-up first, the median of many batches; the
+GPU's copy bandwidth and fp16 matmul peak measured in the same run, for floors.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import statistics
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup: int = 5) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / inner)
+    return statistics.median(times)
+
+
+def in_cuda_graph(fn: Callable[[], Any]) -> tuple[Callable[[], None], Any]:
+    """Capture ``fn`` once (after a warm-up on a side stream); returns replay and the captured output."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph.replay, out
+
+
+def copy_bandwidth_gbs(n_bytes: int = 1 << 30) -> float:
+    """Device-to-device copy: reads and writes ``n_bytes`` each."""
+    src = torch.empty(n_bytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), inner=5, repeats=10)
+    return 2 * n_bytes / ms / 1e6
+
+
+def matmul_tflops(n: int = 8192) -> float:
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    ms = median_ms(lambda: a @ b, inner=5, repeats=10)
+    return 2 * n**3 / ms / 1e9
+
+
+def environment() -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(0)
+    env: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "device": props.name,
+        "sm": f"{props.major}{props.minor}",
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn_backend": torch.backends.cudnn.version(),
+    }
+    for name in ("triton", "nvidia-cudnn-frontend", "xdsl"):
+        try:
+            env[name] = version(name)
+        except PackageNotFoundError:
+            env[name] = None
+    try:
+        import subprocess
+
+        env["driver"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:
+        env["driver"] = None
+    return env
+
+
+def write_results(name: str, payload: dict[str, Any], out_dir: str | None) -> list[Path]:
+    stamp = dt.date.today().isoformat()
+    paths = [Path(__file__).with_name("results") / f"{name}-{stamp}.json"]
+    if out_dir:
+        paths.append(Path(out_dir) / f"{name}-{stamp}.json")
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(payload, indent=2) + "\n")
+    return paths

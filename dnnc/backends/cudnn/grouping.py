@@ -1,0 +1,68 @@
+"""cudnn-group: outline the subgraphs cuDNN can run as one fused graph.
+
+Walks the top level of the entry in program order; at each root that a pattern
+accepts it grows the epilogue (see ``patterns``) and outlines root + epilogue into
+a ``tcp.isolated_group {backend = "cudnn", kind = ...}``. Ops already inside a
+group are not looked at. Why a root was refused is logged at debug level.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dnnc.backends.cudnn.patterns import Step, epilogue_step, group_label, pattern_for
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.ir.analysis import has_one_use
+from dnnc.ir.outline import outline
+
+log = logging.getLogger("dnnc.cudnn")
+
+
+@dataclass(frozen=True)
+class CudnnGroup(ModulePass):
+    name = "cudnn-group"
+
+    epilogues: bool = True
+    """Fuse elementwise consumers into the graph (off: one graph per root op)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                for root in list(fn.body.block.ops):
+                    if root.parent is not None:  # not absorbed by an earlier group
+                        self._try_root(root)
+
+    def _try_root(self, root: Operation) -> None:
+        pattern = pattern_for(root)
+        if pattern is None:
+            return
+        if (reason := pattern.check(root)) is not None:
+            log.debug("cudnn-group: %s stays out of cuDNN: %s", root.name, reason)
+            return
+        steps = grow_epilogue(root.results[0]) if self.epilogues and pattern.epilogue else []
+        members: list[Operation] = [root]
+        for s in steps:
+            if s.absorbed_broadcast is not None:
+                members.append(s.absorbed_broadcast)
+            members.append(s.op)
+        output = members[-1].results[0]
+        outline(members, [output], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: group_label(pattern.kind, steps)})
+
+
+def grow_epilogue(current: SSAValue) -> list[Step]:
+    steps: list[Step] = []
+    while has_one_use(current):
+        user = next(iter(current.uses)).operation
+        step = epilogue_step(user, current)
+        if step is None:
+            break
+        steps.append(step)
+        current = user.results[0]
+    return steps

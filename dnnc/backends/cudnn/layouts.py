@@ -1,0 +1,119 @@
+"""assign-layouts: convolutions run NHWC (activations) and KRSC (weights).
+
+cuDNN's fast convolution engines want channels-last tensors. For every cuDNN conv
+group this pass makes the group take and return channels-last tensors: outside the
+group an explicit ``tcp.transpose`` to NHWC before, and one back to NCHW after;
+inside, the inverse transpose, so the group means exactly what it meant before.
+Then ``simplify-shapes`` cancels the back-and-forth pairs between consecutive
+groups (activations stay NHWC across conv chains), ``fold-params`` turns the
+transposed weights into new KRSC parameters once at compile time, and
+``lower-cudnn`` reads the transposes at the group boundary as descriptor strides.
+A transpose survives only where a non-cuDNN op needs NCHW.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.ir import tcp
+from dnnc.ir.attrs import i64_array
+from dnnc.ir.types import shape_of
+
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+
+
+def transpose(value: SSAValue, perm: tuple[int, ...]) -> tcp.TransposeOp:
+    return tcp.TransposeOp.make([value], {"permutation": i64_array(perm)})
+
+
+def is_cudnn_conv_group(op: object) -> bool:
+    if not isinstance(op, tcp.IsolatedGroupOp):
+        return False
+    backend, kind = op.attributes.get(GROUP_BACKEND_ATTR), op.attributes.get(GROUP_KIND_ATTR)
+    return (
+        isinstance(backend, StringAttr)
+        and backend.data == "cudnn"
+        and isinstance(kind, StringAttr)
+        and kind.data.startswith("conv")
+    )
+
+
+@dataclass(frozen=True)
+class AssignLayouts(ModulePass):
+    name = "assign-layouts"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                made: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
+                for group in [g for g in fn.body.block.ops if is_cudnn_conv_group(g)]:
+                    channels_last(group, made)
+
+
+def channels_last(group: tcp.IsolatedGroupOp, made: dict[tuple[SSAValue, tuple[int, ...]], SSAValue]) -> tcp.IsolatedGroupOp:
+    """``made`` remembers the NHWC copies already made, so a tensor read by two
+    groups (a residual and a conv input) is transposed once."""
+    block = group.body.block
+    conv = next(o for o in block.ops if isinstance(o, tcp.Conv2dOp))
+    out_shape = shape_of(conv.result)
+    for index, arg in enumerate(list(block.args)):
+        if arg is conv.input or arg is conv.weight or shape_of(arg) == out_shape:
+            _arg_to_nhwc(group, block, index, made)
+    return _results_to_nhwc(group)
+
+
+def _arg_to_nhwc(
+    group: tcp.IsolatedGroupOp, block: Block, index: int, made: dict[tuple[SSAValue, tuple[int, ...]], SSAValue]
+) -> None:
+    source = group.operands[index]
+    if (source, TO_NHWC) not in made:
+        outside = transpose(source, TO_NHWC)
+        Rewriter.insert_op(outside, InsertPoint.before(group))
+        made[(source, TO_NHWC)] = outside.result
+    nhwc = made[(source, TO_NHWC)]
+    group.operands[index] = nhwc
+    old = block.args[index]
+    new = block.insert_arg(nhwc.type, index)
+    new.name_hint = old.name_hint
+    back = transpose(new, TO_NCHW)
+    Rewriter.insert_op(back, InsertPoint.at_start(block))
+    old.replace_all_uses_with(back.result)
+    block.erase_arg(old)
+
+
+def _results_to_nhwc(group: tcp.IsolatedGroupOp) -> tcp.IsolatedGroupOp:
+    block = group.body.block
+    yield_op = block.last_op
+    assert isinstance(yield_op, tcp.YieldOp)
+    values = []
+    for v in yield_op.values:
+        if len(shape_of(v)) == 4:
+            t = transpose(v, TO_NHWC)
+            Rewriter.insert_op(t, InsertPoint.before(yield_op))
+            v = t.result
+        values.append(v)
+    Rewriter.replace_op(yield_op, tcp.YieldOp(values))
+    group.body.detach_block(block)
+    new = tcp.IsolatedGroupOp(list(group.operands), [v.type for v in values], block)  # type: ignore[misc]
+    new.attributes.update(group.attributes)
+    Rewriter.insert_op(new, InsertPoint.before(group))
+    for old_result, new_result in zip(group.outputs, new.outputs):
+        new_result.name_hint = old_result.name_hint
+        if len(shape_of(old_result)) == 4:
+            back = transpose(new_result, TO_NCHW)
+            Rewriter.insert_op(back, InsertPoint.after(new))
+            old_result.replace_all_uses_with(back.result)
+        else:
+            old_result.replace_all_uses_with(new_result)
+    group.detach()
+    group.erase()
+    return new

@@ -1,0 +1,197 @@
+"""lower-cudnn: turn each ``cudnn`` group into a ``cudnn.graph``.
+
+Each block argument becomes a tensor descriptor. A transpose applied to an
+argument right at the group's boundary (as ``assign-layouts`` leaves them) is
+read as strides: the descriptor has the logical dims and points into the
+operand's buffer, so no data moves. Matmul operands of rank 2 get a leading
+unit dim (cuDNN's matmul is batched); a layer norm over the last dim reads its
+input as ``[rows, D, 1, 1]``. ``tcp.broadcast`` disappears: cuDNN broadcasts
+size-1 dims itself. A group this file cannot lower stays a tcp group, and the
+reason is logged: another backend runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.errors import DnncError
+from dnnc.ir import cudnn, tcp
+from dnnc.ir.attrs import float_attr, i64_array, ints, str_attr
+from dnnc.ir.types import describe, element_of, shape_of
+
+log = logging.getLogger("dnnc.cudnn")
+
+
+class LoweringError(DnncError):
+    """A group holds something the cudnn dialect cannot express."""
+
+
+@dataclass(frozen=True)
+class LowerCudnn(ModulePass):
+    name = "lower-cudnn"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                for group in [g for g in fn.body.block.ops if _is_cudnn_group(g)]:
+                    try:
+                        graph = lower_group(group)
+                    except LoweringError as e:
+                        log.info("lower-cudnn: group %s stays in tcp: %s", _kind(group), e)
+                        continue
+                    Rewriter.replace_op(group, graph)
+
+
+def _is_cudnn_group(op: Operation) -> bool:
+    attr = op.attributes.get(GROUP_BACKEND_ATTR)
+    return isinstance(op, tcp.IsolatedGroupOp) and isinstance(attr, StringAttr) and attr.data == "cudnn"
+
+
+def _kind(group: Operation) -> str:
+    attr = group.attributes.get(GROUP_KIND_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else "?"
+
+
+def permuted_strides(physical: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Dims and strides of ``transpose(x, perm)`` read from x's row-major buffer."""
+    strides = cudnn.row_major_strides(physical)
+    return [physical[p] for p in perm], [strides[p] for p in perm]
+
+
+def inverse(perm: Sequence[int]) -> list[int]:
+    out = [0] * len(perm)
+    for i, p in enumerate(perm):
+        out[p] = i
+    return out
+
+
+class _Lowering:
+    """Builds the graph body; ``view`` maps a tcp shape to the graph's dims."""
+
+    def __init__(self, group: tcp.IsolatedGroupOp):
+        self.group = group
+        self.kind = _kind(group)
+        self.values: dict[SSAValue, SSAValue] = {}
+        self.skip: set[Operation] = set()
+        self.block = Block()
+
+    def view(self, shape: Sequence[int]) -> list[int]:
+        shape = list(shape)
+        if self.kind.startswith("matmul") and len(shape) == 2:
+            return [1, *shape]
+        if self.kind.startswith("layernorm"):
+            if len(shape) == 1:  # scale / bias
+                return [1, shape[0], 1, 1]
+            return [math.prod(shape[:-1]), shape[-1], 1, 1]
+        return shape
+
+    def descriptor(self, arg: SSAValue) -> TensorType:
+        uses = [u.operation for u in arg.uses]
+        element = element_of(arg)
+        if uses and all(isinstance(u, tcp.TransposeOp) for u in uses):
+            perms = {ints(u.permutation) for u in uses}  # type: ignore[attr-defined]
+            if len(perms) == 1:
+                dims, strides = permuted_strides(shape_of(arg), perms.pop())
+                self.skip.update(uses)
+                return cudnn.descriptor_type(element, dims, strides)
+        if uses and all(isinstance(u, tcp.ReshapeOp) for u in uses) and len({shape_of(u.results[0]) for u in uses}) == 1:
+            dims = self.view(shape_of(uses[0].results[0]))  # a reshape reads the buffer row-major
+            self.skip.update(uses)
+            return cudnn.descriptor_type(element, dims, cudnn.row_major_strides(dims))
+        dims = self.view(shape_of(arg))
+        return cudnn.descriptor_type(element, dims, cudnn.row_major_strides(dims))
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def lower(self) -> cudnn.GraphOp:
+        body = self.group.body.block
+        types = [self.descriptor(a) for a in body.args]
+        self.block = Block(arg_types=types)
+        for old, new in zip(body.args, self.block.args):
+            new.name_hint = old.name_hint
+            self.values[old] = new
+            for use in old.uses:
+                if use.operation in self.skip:
+                    self.values[use.operation.results[0]] = new
+        outputs, strides = [], []
+        for op in body.ops:
+            if op in self.skip:
+                continue
+            if isinstance(op, tcp.YieldOp):
+                for v in op.values:
+                    value, s = self.output(v)
+                    outputs.append(value)
+                    strides.append(s)
+                self.block.add_op(cudnn.ReturnOp(outputs))
+                break
+            result = self.node(op)
+            result.name_hint = op.results[0].name_hint
+            self.values[op.results[0]] = result
+        graph = cudnn.GraphOp(list(self.group.captures), [r.type for r in self.group.outputs], strides, self.block)  # type: ignore[misc]
+        graph.attributes["kind"] = str_attr(self.kind)
+        return graph
+
+    def output(self, v: SSAValue) -> tuple[SSAValue, list[int]]:
+        owner = v.owner
+        if isinstance(owner, tcp.TransposeOp) and owner.input in self.values and owner not in self.skip:
+            logical = self.values[owner.input]
+            perm = ints(owner.permutation)
+            dims, strides = permuted_strides(shape_of(v), inverse(perm))
+            if list(dims) == list(shape_of(logical)):
+                return logical, strides
+        value = self.values[v]
+        return value, list(cudnn.row_major_strides(shape_of(value)))
+
+    def node(self, op: Operation) -> SSAValue:
+        if (
+            isinstance(op, tcp.TransposeOp)
+            and op.results[0].uses
+            and all(isinstance(u.operation, tcp.YieldOp) for u in op.results[0].uses)
+        ):
+            return self.values[op.input]  # an output layout: becomes the output's strides
+        args = [self.values[v] for v in op.operands]
+        if isinstance(op, tcp.BroadcastOp):
+            return args[0]
+        if isinstance(op, tcp.Conv2dOp):
+            pad = ints(op.padding)  # top, bottom, left, right
+            props = {
+                "pre_padding": i64_array([pad[0], pad[2]]),
+                "post_padding": i64_array([pad[1], pad[3]]),
+                "stride": op.stride,
+                "dilation": op.dilation,
+            }
+            return self.emit(cudnn.ConvFpropOp.make(args, props))
+        if isinstance(op, (tcp.MatmulOp, tcp.BatchMatmulOp)):
+            return self.emit(cudnn.MatmulOp.make(args))
+        if isinstance(op, tcp.LayerNormOp):
+            return self.emit(cudnn.LayerNormOp.make(args, {"epsilon": op.epsilon}))
+        if type(op) in BINARY_MODES:
+            return self.emit(cudnn.PointwiseOp.make([args], {"mode": str_attr(BINARY_MODES[type(op)])}))
+        mode = unary_mode(op)
+        if mode is not None:
+            props = {"mode": str_attr(mode)}
+            if isinstance(op, tcp.ClampOp):
+                _, hi = clamp_bounds(op)
+                if hi is not None:
+                    props["lower_clip"] = float_attr(0.0)
+                    props["upper_clip"] = float_attr(hi)
+            return self.emit(cudnn.PointwiseOp.make([args], props))
+        raise LoweringError(f"{op.name} on {describe(op.results[0].type)} has no cudnn dialect node")
+
+
+def lower_group(group: tcp.IsolatedGroupOp) -> cudnn.GraphOp:
+    return _Lowering(group).lower()

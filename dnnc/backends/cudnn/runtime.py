@@ -1,0 +1,338 @@
+"""Build, tune and execute ``cudnn.graph`` ops with the cuDNN frontend on a GPU.
+
+Compile time (once per distinct graph in a program):
+  build the operation graph from the descriptors and nodes, ``check_support``,
+  then either rebuild the plan recorded for this graph (cache hit: engine id +
+  knobs, no timing), or rank plans by heuristics (A, then FALLBACK), build them
+  and, with ``knobs.autotune``, time each on fresh inputs and keep the fastest.
+  The winner's engine id and knobs go to the content-keyed plan cache and onto
+  the op (``plan``), so the choice can be rebuilt later without measuring.
+Run time: ``launch`` sets the handle's stream to the current torch stream and
+executes with caller-allocated tensors and a workspace sized for the chosen plan
+at build time: no allocation, no synchronization, safe under CUDA graph capture.
+
+Any failure to build (no engine, unsupported node) raises ``GraphUnsupported``
+with the reason; the executor then runs the graph another way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dnnc import knobs
+from dnnc.backends.cudnn.signature import graph_signature
+from dnnc.cache import ContentCache, content_key
+from dnnc.errors import BackendUnavailable, DnncError
+from dnnc.ir import cudnn as dialect
+from dnnc.ir.attrs import ints, scalar, str_attr
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.version import __version__
+
+log = logging.getLogger("dnnc.cudnn")
+
+MAX_TIMED_PLANS = 24
+"""At most this many ranked plans are timed per graph (the heuristics' best first)."""
+
+
+class GraphUnsupported(DnncError):
+    """cuDNN cannot run this graph here (no engine, or a node it rejects)."""
+
+
+def load_frontend() -> Any:
+    try:
+        import cudnn
+    except ImportError as e:
+        raise BackendUnavailable("the cuDNN backend needs nvidia-cudnn-frontend (pip install 'dnnc[cuda]'): " + str(e)) from None
+    return cudnn
+
+
+_HANDLES: dict[int, Any] = {}
+
+
+def handle_for(device: torch.device) -> Any:
+    cudnn = load_frontend()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _HANDLES:
+        with torch.cuda.device(index):
+            _HANDLES[index] = cudnn.create_handle()
+    return _HANDLES[index]
+
+
+def _data_type(cudnn: Any, element: Any) -> Any:
+    dtype = torch_dtype(element)
+    table = {torch.float16: cudnn.data_type.HALF, torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float32: cudnn.data_type.FLOAT}
+    if dtype not in table:
+        raise GraphUnsupported(f"element type {dtype} has no cuDNN graph data type here")
+    return table[dtype]
+
+
+@dataclass
+class PlanRecord:
+    """What is needed to rebuild a chosen plan without timing: engine id and knobs."""
+
+    engine: int
+    knobs: dict[str, int]
+    name: str = ""
+    ms: float | None = None
+    timed: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps({"engine": self.engine, "knobs": self.knobs, "name": self.name, "ms": self.ms, "timed": self.timed})
+
+    @classmethod
+    def from_json(cls, text: str) -> PlanRecord:
+        d = json.loads(text)
+        return cls(
+            int(d["engine"]),
+            {str(k): int(v) for k, v in d.get("knobs", {}).items()},
+            d.get("name", ""),
+            d.get("ms"),
+            d.get("timed", 0),
+        )
+
+
+class _Builder:
+    """Translates one ``cudnn.graph`` into a frontend ``pygraph``."""
+
+    def __init__(self, op: dialect.GraphOp, handle: Any):
+        self.cudnn = load_frontend()
+        self.op = op
+        block = op.body.block
+        io = _data_type(self.cudnn, element_of(op.outputs[0]))
+        self.graph = self.cudnn.pygraph(
+            io_data_type=io,
+            intermediate_data_type=self.cudnn.data_type.FLOAT,
+            compute_data_type=self.cudnn.data_type.FLOAT,
+            handle=handle,
+        )
+        self.values: dict[Any, Any] = {}
+        self.uids: list[int] = []
+        self.extra: list[tuple[int, torch.Tensor]] = []  # pass-by-value scalars (host tensors)
+        for i, arg in enumerate(block.args):
+            strides = dialect.strides_of(arg.type)
+            self.values[arg] = self.graph.tensor(
+                name=f"in{i}",
+                dim=list(shape_of(arg.type)),
+                stride=list(strides or ()),
+                data_type=_data_type(self.cudnn, element_of(arg)),
+                uid=i + 1,
+            )
+            self.uids.append(i + 1)
+        for node in block.ops:
+            if isinstance(node, dialect.ReturnOp):
+                for j, (v, s) in enumerate(zip(node.values, op.output_strides())):
+                    uid = len(block.args) + j + 1
+                    t = self.values[v]
+                    t.set_output(True).set_data_type(_data_type(self.cudnn, element_of(op.outputs[j]))).set_stride(
+                        list(s)
+                    ).set_uid(uid)
+                    self.uids.append(uid)
+                break
+            self.values[node.results[0]] = self.node(node)
+
+    def node(self, node: Any) -> Any:
+        g, cudnn, f32 = self.graph, self.cudnn, self.cudnn.data_type.FLOAT
+        args = [self.values[v] for v in node.operands]
+        if isinstance(node, dialect.ConvFpropOp):
+            return g.conv_fprop(
+                image=args[0],
+                weight=args[1],
+                pre_padding=list(ints(node.pre_padding)),
+                post_padding=list(ints(node.post_padding)),
+                stride=list(ints(node.stride)),
+                dilation=list(ints(node.dilation)),
+                compute_data_type=f32,
+            )
+        if isinstance(node, dialect.MatmulOp):
+            return g.matmul(A=args[0], B=args[1], compute_data_type=f32)
+        if isinstance(node, dialect.PointwiseOp):
+            mode = node.mode.data
+            if mode == "relu":
+                lo, hi = node.clips()
+                kwargs = {k: v for k, v in (("lower_clip", lo), ("upper_clip", hi)) if v is not None}
+                return g.relu(input=args[0], compute_data_type=f32, **kwargs)
+            if mode == "swish":
+                return g.swish(input=args[0], compute_data_type=f32)
+            return getattr(g, mode)(*args, compute_data_type=f32)
+        if isinstance(node, dialect.LayerNormOp):
+            uid = 1000 + len(self.extra)
+            eps = g.tensor(name=f"eps{uid}", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=f32, is_pass_by_value=True, uid=uid)
+            self.extra.append((uid, torch.tensor(float(scalar(node.epsilon)), dtype=torch.float32).reshape(1, 1, 1, 1)))
+            out = g.layernorm(
+                norm_forward_phase=cudnn.norm_forward_phase.INFERENCE,
+                input=args[0],
+                scale=args[1],
+                bias=args[2],
+                epsilon=eps,
+                compute_data_type=f32,
+            )
+            return out[0] if isinstance(out, (tuple, list)) else out
+        raise GraphUnsupported(f"{node.name} has no frontend translation yet")
+
+
+class CudnnGraphKernel:
+    """A built and tuned graph; ``launch`` runs the chosen plan."""
+
+    backend = "cudnn"
+
+    def __init__(
+        self,
+        graph: Any,
+        handle: Any,
+        uids: list[int],
+        extra: list[tuple[int, torch.Tensor]],
+        workspace: torch.Tensor,
+        plan: PlanRecord,
+    ):
+        self.graph = graph
+        self.handle = handle
+        self.uids = tuple(uids + [u for u, _ in extra])
+        self.extra = tuple(t for _, t in extra)
+        self.workspace = workspace
+        self.plan = plan
+        self._cudnn = load_frontend()
+
+    def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
+        self._cudnn.set_stream(handle=self.handle, stream=torch.cuda.current_stream().cuda_stream)
+        self.graph.execute((*inputs, *outputs, *self.extra), self.workspace, handle=self.handle, tensor_uids=self.uids)
+
+
+_PLANS = ContentCache("cudnn-plans")
+
+
+def _plan_key(op: dialect.GraphOp, device: torch.device) -> str:
+    cudnn = load_frontend()
+    props = torch.cuda.get_device_properties(device)
+    return content_key(
+        {
+            "graph": graph_signature(op),
+            "dnnc": __version__,
+            "frontend": getattr(cudnn, "__version__", "?"),
+            "backend": cudnn.backend_version(),
+            "gpu": props.name,
+            "sm": f"{props.major}{props.minor}",
+        }
+    )
+
+
+def _random_buffers(op: dialect.GraphOp, device: torch.device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Fresh inputs in a small range (no infs in fp16) and output buffers, for timing."""
+    gen = torch.Generator(device=device).manual_seed(0x5EED)
+    ins = [
+        (torch.rand(shape_of(v.type), generator=gen, device=device, dtype=torch.float32) - 0.5).to(torch_dtype(element_of(v)))
+        for v in op.inputs
+    ]
+    outs = [torch.empty(shape_of(r.type), device=device, dtype=torch_dtype(element_of(r))) for r in op.outputs]
+    return ins, outs
+
+
+def _time(fn: Any, repeats: int = 10) -> float:
+    """Median ms of ``fn`` over ``repeats`` runs, each timed with CUDA events."""
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def build_kernel(op: dialect.GraphOp, device: torch.device) -> CudnnGraphKernel:
+    """Build (and with autotuning, time) the graph; raises GraphUnsupported."""
+    cudnn = load_frontend()
+    handle = handle_for(device)
+    cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
+    key = _plan_key(op, device)
+    cached = _PLANS.get_json(key)
+    if cached is not None:
+        try:
+            return _rebuild(op, device, handle, PlanRecord.from_json(json.dumps(cached)))
+        except Exception as e:  # a stale record (other cuDNN build): tune again
+            log.info("cudnn: cached plan for %s did not rebuild (%s); tuning again", op.attributes.get("kind"), e)
+    try:
+        kernel = _tune(op, device, handle)
+    except GraphUnsupported:
+        raise
+    except Exception as e:
+        raise GraphUnsupported(f"{type(e).__name__}: {e}") from None
+    _PLANS.put_json(key, json.loads(kernel.plan.to_json()))
+    return kernel
+
+
+def _front(op: dialect.GraphOp, handle: Any) -> _Builder:
+    b = _Builder(op, handle)
+    b.graph.validate()
+    b.graph.build_operation_graph()
+    return b
+
+
+def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphKernel:
+    cudnn = load_frontend()
+    b = _front(op, handle)
+    g = b.graph
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    tune = knobs.get().autotune
+    g.build_plans(cudnn.build_plan_policy.ALL if tune else cudnn.build_plan_policy.HEURISTICS_CHOICE)
+    count = g.get_execution_plan_count()
+    if count == 0:
+        raise GraphUnsupported("cuDNN has no execution plan for this graph")
+    best, best_ms, timed = 0, None, 0
+    if tune and count > 1:
+        ins, outs = _random_buffers(op, device)
+        pack = (*ins, *outs, *(t for _, t in b.extra))
+        uids = (*b.uids, *(u for u, _ in b.extra))
+        for i in range(min(count, MAX_TIMED_PLANS)):
+            try:
+                ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
+                ms = _time(lambda i=i, ws=ws: g.execute_plan_at_index(pack, ws, index=i, handle=handle, tensor_uids=uids))
+            except Exception as e:  # a plan that fails to run is skipped, not fatal
+                log.debug("cudnn: plan %d failed: %s", i, e)
+                continue
+            timed += 1
+            if best_ms is None or ms < best_ms:
+                best, best_ms = i, ms
+        if best_ms is None:
+            raise GraphUnsupported("no execution plan ran")
+    engine, knob_map = g.get_engine_and_knobs_at_index(best)
+    record = PlanRecord(int(engine), {_knob_name(k): int(v) for k, v in knob_map.items()}, _plan_name(g, best), best_ms, timed)
+    g.build_plan_at_index(best)
+    ws = torch.empty(max(g.get_workspace_size_plan_at_index(best), 1), dtype=torch.uint8, device=device)
+    op.plan = str_attr(record.to_json())
+    return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+
+
+def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
+    """The recorded engine and knobs, appended as the only plan: no heuristics, no timing."""
+    cudnn = load_frontend()
+    b = _front(op, handle)
+    g = b.graph
+    knob_map = {getattr(cudnn.knob_type, name): value for name, value in record.knobs.items()}
+    g.create_execution_plan(record.engine, knob_map)
+    g.check_support()
+    g.build_plans()
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device=device)
+    op.plan = str_attr(record.to_json())
+    return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+
+
+def _knob_name(k: Any) -> str:
+    return getattr(k, "name", str(k)).split(".")[-1]
+
+
+def _plan_name(g: Any, index: int) -> str:
+    try:
+        return str(g.get_plan_name_at_index(index))
+    except Exception:
+        return ""

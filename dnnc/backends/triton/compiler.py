@@ -1,0 +1,157 @@
+"""From generated source to something launchable.
+
+``load`` writes a kernel's source into a module file and imports it, so
+``@triton.jit`` decorates it then: under ``TRITON_INTERPRET=1`` that gives
+Triton's interpreter (CPU tensors), otherwise a JIT function. ``compile_for``
+compiles it with ``triton.compile`` for an explicit ``GPUTarget`` (no GPU needed,
+so sm_80/sm_90 cubins can be built anywhere) behind a content-keyed cache: the key
+is the source, signature, alignment hints, options, target and Triton version;
+the value is the compiled artifacts Triton produced, stored only after a compile
+succeeded. Loading a cached entry rebuilds Triton's ``CompiledKernel`` from those
+files; if that ever fails (another Triton layout), the kernel is compiled again.
+
+Checked on Triton 3.9; the calls used (``ASTSource(fn, signature, constexprs,
+attrs)``, ``triton.compile(src, target=, options=)``, ``CompiledKernel(src,
+metadata_group, hash)``, ``kernel[grid](*args)``) have these forms since Triton 3.3.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from dnnc import knobs
+from dnnc.backends.triton.kernels import KernelSource
+from dnnc.cache import ContentCache, content_key
+
+_modules: dict[str, Any] = {}
+_compiled: dict[str, Any] = {}
+_cache = ContentCache("triton")
+
+
+@functools.cache
+def interpreting() -> bool:
+    """Whether ``@triton.jit`` gives the interpreter in this process (fixed at import)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    probe = _import_source("import triton\n\n\n@triton.jit\ndef probe():\n    pass\n", "probe", "dnnc_triton_probe")
+    return isinstance(probe, InterpretedFunction)
+
+
+def _source_dir() -> Path:
+    directory = knobs.get().cache_dir / "triton-src"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="dnnc-triton-"))
+
+
+def _import_source(text: str, attr: str, stem: str) -> Any:
+    """Import ``text`` as a module file (Triton reads a kernel's source from its file)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+    module_name = f"{stem}_{digest}"
+    if module_name in _modules:
+        return _modules[module_name]
+    path = _source_dir() / f"{module_name}.py"
+    if not path.is_file() or path.read_text() != text:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+        with open(fd, "w") as f:
+            f.write(text)
+        Path(tmp).replace(path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    value = getattr(module, attr)
+    _modules[module_name] = value
+    return value
+
+
+def load(source: KernelSource) -> Any:
+    """The ``@triton.jit`` function of ``source`` (an interpreter function under TRITON_INTERPRET=1)."""
+    return _import_source(source.text, source.name, source.name)
+
+
+def _jit_function(source: KernelSource) -> Any:
+    """A compilable ``JITFunction`` even under the interpreter (which decorates with its own class)."""
+    fn = load(source)
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    return JITFunction(fn.fn) if isinstance(fn, InterpretedFunction) else fn
+
+
+def _attrs(source: KernelSource, aligned: bool) -> dict[tuple[int, ...], list[list[Any]]]:
+    """Every pointer 16-byte aligned (torch allocations are): lets Triton vectorize."""
+    if not aligned:
+        return {}
+    return {(i,): [["tt.divisibility", 16]] for i in range(len(source.signature))}
+
+
+def cuda_target(capability: int) -> GPUTarget:
+    """``GPUTarget`` for ``sm_<capability>``, e.g. 90 for an H100/H200."""
+    return GPUTarget("cuda", capability, 32)
+
+
+def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -> Any:
+    """``triton.compile`` of ``source`` for ``target``: a ``CompiledKernel``, cached by content."""
+    options = dict(source.options)
+    key = content_key(
+        {
+            "source": source.text,
+            "name": source.name,
+            "signature": source.signature,
+            "aligned": aligned,
+            "options": options,
+            "target": [target.backend, target.arch, target.warp_size],
+            "triton": triton.__version__,
+        }
+    )
+    if key in _compiled:
+        return _compiled[key]
+    src = ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
+    kernel = _from_cache(key, src)
+    if kernel is None:
+        kernel = triton.compile(src, target=target, options=options)
+        _store(key, kernel)
+    _compiled[key] = kernel
+    return kernel
+
+
+def _store(key: str, kernel: Any) -> None:
+    files = {}
+    for name, path in kernel.metadata_group.items():
+        files[name] = base64.b64encode(Path(path).read_bytes()).decode()
+    _cache.put_json(key, {"hash": kernel.hash, "files": files})
+
+
+def _from_cache(key: str, src: ASTSource) -> Any | None:
+    entry = _cache.get_json(key)
+    if not entry:
+        return None
+    try:
+        from triton.compiler.compiler import CompiledKernel
+
+        with tempfile.TemporaryDirectory(prefix="dnnc-triton-") as tmp:
+            group = {}
+            for name, data in entry["files"].items():
+                path = Path(tmp) / name
+                path.write_bytes(base64.b64decode(data))
+                group[name] = str(path)
+            kernel = CompiledKernel(src, group, entry["hash"])
+            kernel.metadata_group = {}  # the files were read; the directory goes away
+            return kernel
+    except Exception:
+        return None

@@ -1,0 +1,88 @@
+"""A few launch configs per kernel kind, best guess first.
+
+The first candidate is a heuristic for the group's sizes and is what runs when
+autotuning is off or on the interpreter; on a GPU with ``knobs.autotune`` every
+candidate is timed once and the fastest remembered (``compiler.choose``). Block
+sizes are powers of two (``tl.arange`` needs them); row kernels keep a whole row in
+registers up to ``MAX_ROW_TILE`` elements and loop over longer rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dnnc.backends.triton.kernels import GroupInfo, row_axes
+from dnnc.ir import tcp
+from dnnc.ir.attrs import scalar
+from dnnc.ir.types import numel, shape_of
+
+MAX_ROW_TILE = 8192
+"""Longest row held in registers at once (elements, float32 in registers)."""
+
+Config = dict[str, int]
+
+
+def pow2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def _unique(configs: list[Config]) -> list[Config]:
+    out: list[Config] = []
+    for c in configs:
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def pointwise(n: int, pool: bool = False) -> list[Config]:
+    cap = pow2(n)
+    if pool:
+        sizes = [(256, 4), (128, 4), (512, 8)]
+    else:
+        sizes = [(1024, 4), (2048, 8), (4096, 8), (512, 4)]
+    return _unique([{"BLOCK": max(16, min(b, cap)), "num_warps": w} for b, w in sizes])
+
+
+def rows(n_rows: int, r: int) -> list[Config]:
+    configs = []
+    if pow2(r) <= MAX_ROW_TILE:
+        block_r = max(16, pow2(r))
+        for target, warps in ((4096, 4), (8192, 8), (2048, 4), (16384, 16)):
+            block_m = max(1, min(pow2(n_rows), target // block_r))
+            warps = min(warps, max(1, block_m * block_r // 256))
+            configs.append({"BLOCK_M": block_m, "BLOCK_R": block_r, "num_warps": warps})
+    else:
+        for block_r, warps in ((4096, 8), (2048, 4), (8192, 16)):
+            configs.append({"BLOCK_M": 1, "BLOCK_R": block_r, "num_warps": warps})
+    return _unique(configs)
+
+
+def product(m: int, n: int, k: int) -> list[Config]:
+    def fit(b: int, size: int) -> int:
+        return max(16, min(b, pow2(size)))
+
+    shapes = [(64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (32, 64, 64, 4, 3)]
+    return _unique(
+        [
+            {"BLOCK_M": fit(bm, m), "BLOCK_N": fit(bn, n), "BLOCK_K": fit(bk, k), "num_warps": w, "num_stages": s}
+            for bm, bn, bk, w, s in shapes
+        ]
+    )
+
+
+def candidates(info: GroupInfo) -> list[Config]:
+    op = info.anchor
+    if info.kind in ("pointwise", "pool"):
+        return pointwise(numel(info.outputs[0]), pool=info.kind == "pool")
+    assert op is not None
+    if info.kind in ("reduce", "softmax", "layer_norm"):
+        shape = shape_of(op.operands[0])
+        axes = row_axes(op)
+        r = math.prod(shape[a] for a in axes)
+        return rows(math.prod(shape) // max(1, r), r)
+    if isinstance(op, tcp.Conv2dOp):
+        o, cg, kh, kw = shape_of(op.weight)
+        nb, _, ho, wo = shape_of(op.results[0])
+        return product(nb * ho * wo, o // scalar(op.groups), cg * kh * kw)
+    lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
+    return product(lhs[-2], rhs[-1], lhs[-1])

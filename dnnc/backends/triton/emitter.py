@@ -1,0 +1,447 @@
+"""Triton expressions for tcp values at symbolic positions.
+
+A kernel asks ``Emitter.value(v, index, mask)``: "the value of ``v`` at these
+positions, for the lanes where ``mask`` holds" and gets the name of a Triton
+variable. Index ops (``ops.INDEX_OPS``) turn into arithmetic on the positions
+(a transpose permutes them, a broadcast zeroes some, a gather loads them) and a
+block argument becomes one ``tl.load``; so a chain of them reads each input once
+and never stores an intermediate. Results are memoized per (value, positions,
+mask), so a value used twice at the same positions is computed once.
+
+Positions are an ``Index``: either a row-major linear offset into the value's
+shape (``flat``, cheap through reshapes, and what makes contiguous loads visible
+to Triton) or one expression per dimension (``dims``); each converts to the other
+on demand.
+
+Numerics: floats are held in float32 whatever their element type and rounded
+only where the program casts and where results are stored, as the reference
+backend does; integers and i1 keep their own types.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from dnnc.errors import DnncError
+from dnnc.ir import tcp
+from dnnc.ir.attrs import ints, scalar
+from dnnc.ir.types import describe, element_name, element_of, is_float, shape_of
+
+TL_TYPES = {
+    "f32": "tl.float32",
+    "f16": "tl.float16",
+    "bf16": "tl.bfloat16",
+    "i64": "tl.int64",
+    "i32": "tl.int32",
+    "i1": "tl.int1",
+}
+POINTER_TYPES = {"f32": "*fp32", "f16": "*fp16", "bf16": "*bf16", "i64": "*i64", "i32": "*i32", "i1": "*i1"}
+
+
+class CodegenError(DnncError):
+    """A group the Triton backend cannot generate a kernel for."""
+
+
+def compute_type(v: SSAValue) -> str:
+    """The Triton type a value is held in inside a kernel."""
+    name = element_name(element_of(v))
+    return "tl.float32" if is_float(element_of(v)) else TL_TYPES[name]
+
+
+def storage_type(v: SSAValue) -> str:
+    return TL_TYPES[element_name(element_of(v))]
+
+
+def literal(value: float | int | bool) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    return repr(value)
+
+
+def strides(shape: Sequence[int]) -> list[int]:
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return out[::-1]
+
+
+def is_constant(expr: str) -> bool:
+    return re.search(r"[A-Za-z_]", expr) is None
+
+
+@dataclass(frozen=True)
+class Index:
+    """Positions into a tensor of ``shape``: a linear offset or one expression per dim."""
+
+    shape: tuple[int, ...]
+    flat: str | None = None
+    dims: tuple[str, ...] | None = None
+
+
+def _describe_op(op: Operation) -> str:
+    types = ", ".join(describe(o.type) for o in op.operands)
+    return f"{op.name} on ({types})"
+
+
+class Emitter:
+    """Accumulates the lines of one kernel body."""
+
+    def __init__(self, pointers: dict[SSAValue, str], interpret: bool = False):
+        self.pointers = pointers
+        self.interpret = interpret
+        self.lines: list[str] = []
+        self.depth = 1
+        self.tile = "(BLOCK,)"
+        self.memo: dict[tuple, str] = {}
+        self.anchors: dict[SSAValue, tuple[Index, str]] = {}
+        self._names: dict[str, int] = {}
+
+    # Text ---------------------------------------------------------------------------
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def comment(self, text: str) -> None:
+        self.line(f"# {text}")
+
+    def fresh(self, hint: str) -> str:
+        hint = re.sub(r"\W", "_", hint) or "t"
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return f"{hint}{n}"
+
+    def let(self, expr: str, hint: str = "t") -> str:
+        name = self.fresh(hint)
+        self.line(f"{name} = {expr}")
+        return name
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        """An indented block (a loop); values computed inside are not visible after it."""
+        self.line(header)
+        self.depth += 1
+        saved = dict(self.memo)
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.memo = saved
+
+    @contextlib.contextmanager
+    def tiled(self, tile: str) -> Iterator[None]:
+        saved, self.tile = self.tile, tile
+        try:
+            yield
+        finally:
+            self.tile = saved
+
+    # Positions ----------------------------------------------------------------------
+
+    def dims(self, ix: Index) -> tuple[str, ...]:
+        if ix.dims is not None:
+            return ix.dims
+        assert ix.flat is not None
+        big = [i for i, n in enumerate(ix.shape) if n != 1]
+        out: list[str] = []
+        for i, (n, s) in enumerate(zip(ix.shape, strides(ix.shape))):
+            if n == 1:
+                out.append("0")
+                continue
+            expr = ix.flat if s == 1 else f"({ix.flat}) // {s}"
+            if i != big[0]:
+                expr = f"({expr}) % {n}"
+            out.append(expr if expr == ix.flat else self.let(expr, "i"))
+        return tuple(out)
+
+    def flat(self, ix: Index) -> str:
+        if ix.flat is not None:
+            return ix.flat
+        assert ix.dims is not None
+        terms = [d if s == 1 else f"({d}) * {s}" for d, n, s in zip(ix.dims, ix.shape, strides(ix.shape)) if n != 1 and d != "0"]
+        return " + ".join(terms) if terms else "0"
+
+    def with_dims(self, shape: Sequence[int], dims: Sequence[str]) -> Index:
+        return Index(tuple(shape), dims=tuple(dims))
+
+    # Values -------------------------------------------------------------------------
+
+    def load(self, v: SSAValue, ix: Index, mask: str) -> str:
+        off = self.flat(ix)
+        off = f"tl.full({self.tile}, {off}, tl.int32)" if is_constant(off) else f"tl.broadcast_to({off}, {self.tile})"
+        expr = f"tl.load({self.pointers[v]} + {off}, mask={mask}, other=0)"
+        if is_float(element_of(v)):
+            expr += ".to(tl.float32)"
+        return self.let(expr, "x")
+
+    def value(self, v: SSAValue, ix: Index, mask: str) -> str:
+        key = (v, ix, mask)
+        if key in self.memo:
+            return self.memo[key]
+        if v in self.anchors:
+            own, var = self.anchors[v]
+            if own != ix:
+                raise CodegenError(
+                    f"the result of {_describe_op(v.owner)} is read at other positions than it is computed at "
+                    "(only elementwise ops may follow an anchor inside a Triton group)"
+                )
+            return var
+        if isinstance(v, BlockArgument) or v in self.pointers:
+            name = self.load(v, ix, mask)
+        else:
+            op = v.owner
+            assert isinstance(op, Operation)
+            name = self._op_value(op, v, ix, mask)
+        self.memo[key] = name
+        return name
+
+    def _op_value(self, op: Operation, v: SSAValue, ix: Index, mask: str) -> str:
+        if isinstance(op, tcp.ReshapeOp):
+            return self.value(op.input, Index(shape_of(op.input), flat=self.flat(ix)), mask)
+        if isinstance(op, tcp.BroadcastOp):
+            d = self.dims(ix)
+            src = shape_of(op.input)
+            return self.value(op.input, self.with_dims(src, ["0" if n == 1 else e for n, e in zip(src, d)]), mask)
+        if isinstance(op, tcp.TransposeOp):
+            d = self.dims(ix)
+            perm = ints(op.permutation)
+            src = [""] * len(perm)
+            for i, p in enumerate(perm):
+                src[p] = d[i]
+            return self.value(op.input, self.with_dims(shape_of(op.input), src), mask)
+        if isinstance(op, tcp.SliceOp):
+            d = self.dims(ix)
+            src = []
+            for e, b, s in zip(d, ints(op.starts), ints(op.strides)):
+                term = e if s == 1 else f"({e}) * {s}"
+                src.append(term if b == 0 else (str(b) if e == "0" else f"{term} + {b}"))
+            return self.value(op.input, self.with_dims(shape_of(op.input), src), mask)
+        if isinstance(op, tcp.PadOp):
+            return self._pad(op, ix, mask)
+        if isinstance(op, tcp.ConcatOp):
+            return self._concat(op, ix, mask)
+        if isinstance(op, tcp.GatherOp):
+            return self._gather(op, ix, mask)
+        if isinstance(op, tcp.ConstantOp):
+            return self.let(f"tl.full({self.tile}, {literal(op.scalar)}, {compute_type(v)})", "c")
+        if isinstance(op, tcp.IotaOp):
+            (d,) = self.dims(ix)
+            start, step = scalar(op.start), scalar(op.step)
+            expr = f"tl.broadcast_to(({d}) * {step} + {start}, {self.tile})" if not is_constant(d) else None
+            if expr is None:
+                return self.let(f"tl.full({self.tile}, {start} + {d} * {step}, {compute_type(v)})", "c")
+            return self.let(f"({expr}).to({compute_type(v)})", "iota")
+        if isinstance(op, tcp.BatchNormOp):
+            return self._batch_norm(op, ix, mask)
+        if isinstance(op, tcp.CastOp):
+            return self._cast(op, ix, mask)
+        if isinstance(op, tcp.SelectOp):
+            c, a, b = (self.value(o, ix, mask) for o in op.operands)
+            return self.let(f"tl.where({c}, {a}, {b})", "sel")
+        if isinstance(op, tcp.CompareOp):
+            a, b = (self.value(o, ix, mask) for o in op.operands)
+            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op.predicate.data]
+            return self.let(f"{a} {sym} {b}", "cmp")
+        if isinstance(op, tcp.BinaryOp):
+            a, b = (self.value(o, ix, mask) for o in op.operands)
+            return self._binary(op, a, b, is_float(element_of(v)))
+        if isinstance(op, tcp.UnaryOp):
+            return self._unary(op, self.value(op.input, ix, mask), is_float(element_of(v)))
+        if isinstance(op, (tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
+            return self._pool(op, ix, mask)
+        raise CodegenError(f"{_describe_op(op)} cannot be computed inside this Triton kernel (it needs a kernel of its own kind)")
+
+    # Elementwise --------------------------------------------------------------------
+
+    def _binary(self, op: Operation, a: str, b: str, floating: bool) -> str:
+        simple = {tcp.AddOp: "+", tcp.SubOp: "-", tcp.MulOp: "*", tcp.DivOp: "/", tcp.LogicalAndOp: "&", tcp.LogicalOrOp: "|"}
+        for kind, sym in simple.items():
+            if isinstance(op, kind):
+                return self.let(f"{a} {sym} {b}", "v")
+        nan = ", propagate_nan=tl.PropagateNan.ALL" if floating else ""
+        if isinstance(op, tcp.MaximumOp):
+            return self.let(f"tl.maximum({a}, {b}{nan})", "v")
+        if isinstance(op, tcp.MinimumOp):
+            return self.let(f"tl.minimum({a}, {b}{nan})", "v")
+        if isinstance(op, tcp.PowOp):
+            # exp2(b * log2|a|) with pow's sign and zero rules (no libdevice: the interpreter lacks it).
+            r = self.let(f"tl.exp2({b} * tl.log2(tl.abs({a})))", "pw")
+            whole = self.let(f"tl.floor({b}) == {b}", "pw")
+            odd = self.let(f"{whole} & (tl.floor({b} * 0.5) * 2.0 != {b})", "pw")
+            r = self.let(f'tl.where({a} < 0, tl.where({whole}, tl.where({odd}, -{r}, {r}), float("nan")), {r})', "pw")
+            return self.let(f"tl.where({b} == 0, 1.0, {r})", "v")
+        raise CodegenError(f"{op.name} has no Triton expression")
+
+    def _unary(self, op: Operation, x: str, floating: bool) -> str:
+        if isinstance(op, tcp.ExpOp):
+            return self.let(f"tl.exp({x})", "v")
+        if isinstance(op, tcp.LogOp):
+            return self.let(f"tl.log({x})", "v")
+        if isinstance(op, tcp.TanhOp):
+            return self._tanh(x)
+        if isinstance(op, tcp.SigmoidOp):
+            return self.let(f"tl.sigmoid({x})", "v")
+        if isinstance(op, tcp.SiluOp):
+            return self.let(f"{x} * tl.sigmoid({x})", "v")
+        if isinstance(op, tcp.SqrtOp):
+            return self.let(f"tl.sqrt({x})", "v")
+        if isinstance(op, tcp.RsqrtOp):
+            return self.let(f"tl.rsqrt({x})", "v")
+        if isinstance(op, tcp.ErfOp):
+            return self.let(f"tl.erf({x})", "v")
+        if isinstance(op, tcp.NegOp):
+            return self.let(f"-{x}", "v")
+        if isinstance(op, tcp.AbsOp):
+            return self.let(f"tl.abs({x})", "v")
+        if isinstance(op, tcp.LogicalNotOp):
+            return self.let(f"{x} == 0", "v")
+        if isinstance(op, tcp.GeluOp):
+            if op.approximate.data == "tanh":
+                inner = self.let(f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})", "g")
+                return self.let(f"0.5 * {x} * (1.0 + {self._tanh(inner)})", "v")
+            return self.let(f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))", "v")
+        if isinstance(op, tcp.ClampOp):
+            # where() keeps NaN inputs NaN, as torch.clamp does; integer bounds truncate.
+            convert = float if floating else int
+            if op.min is not None:
+                lo = literal(convert(op.min.value.data))
+                x = self.let(f"tl.where({x} < {lo}, {lo}, {x})", "v")
+            if op.max is not None:
+                hi = literal(convert(op.max.value.data))
+                x = self.let(f"tl.where({x} > {hi}, {hi}, {x})", "v")
+            return x
+        raise CodegenError(f"{op.name} has no Triton expression")
+
+    def _tanh(self, x: str) -> str:
+        """sign(x) * (1 - e) / (1 + e) with e = exp(-2|x|): no overflow, no libdevice."""
+        e = self.let(f"tl.exp(-2.0 * tl.abs({x}))", "th")
+        t = self.let(f"(1.0 - {e}) / (1.0 + {e})", "th")
+        return self.let(f"tl.where({x} < 0, -{t}, {t})", "v")
+
+    def _cast(self, op: tcp.CastOp, ix: Index, mask: str) -> str:
+        x = self.value(op.input, ix, mask)
+        src, dst = element_of(op.input), element_of(op.result)
+        if src == dst:
+            return x
+        dst_name = element_name(dst)
+        if dst_name == "i1":
+            return self.let(f"{x} != 0", "cast")
+        if is_float(dst):
+            expr = f"{x}.to(tl.float32)"
+            if dst_name != "f32":  # round once to the target type, then hold it in float32 again
+                expr = f"{expr}.to({TL_TYPES[dst_name]}).to(tl.float32)"
+            return self.let(expr, "cast")
+        return self.let(f"{x}.to({TL_TYPES[dst_name]})", "cast")  # floats truncate toward zero
+
+    # Data movement ------------------------------------------------------------------
+
+    def _pad(self, op: tcp.PadOp, ix: Index, mask: str) -> str:
+        d = self.dims(ix)
+        src_shape = shape_of(op.input)
+        fill = f"tl.full({self.tile}, {literal(scalar(op.value))}, {compute_type(op.result)})"
+        src, conds = [], []
+        for e, lo, hi, n in zip(d, ints(op.low), ints(op.high), src_shape):
+            src.append(e if lo == 0 else f"{e} - {lo}")
+            if is_constant(e):  # a position known now: inside, or the whole value is padding
+                if not lo <= eval(e) < lo + n:
+                    return self.let(fill, "pad")
+                continue
+            if lo:
+                conds.append(f"({e} >= {lo})")
+            if hi:
+                conds.append(f"({e} < {lo + n})")
+        if not conds:
+            return self.value(op.input, self.with_dims(src_shape, src), mask)
+        inside = self.let(" & ".join(conds), "inb")
+        inner_mask = self.let(f"{mask} & {inside}", "m")
+        x = self.value(op.input, self.with_dims(src_shape, src), inner_mask)
+        return self.let(f"tl.where({inside}, {x}, {fill})", "pad")
+
+    def _concat(self, op: tcp.ConcatOp, ix: Index, mask: str) -> str:
+        axis = scalar(op.axis)
+        d = list(self.dims(ix))
+        result: str | None = None
+        offset = 0
+        for operand in op.inputs:
+            n = shape_of(operand)[axis]
+            src = list(d)
+            src[axis] = d[axis] if offset == 0 else f"{d[axis]} - {offset}"
+            inside = self.let(f"({d[axis]} >= {offset}) & ({d[axis]} < {offset + n})", "inb")
+            part_mask = self.let(f"{mask} & {inside}", "m")
+            x = self.value(operand, self.with_dims(shape_of(operand), src), part_mask)
+            result = x if result is None else self.let(f"tl.where({inside}, {x}, {result})", "cat")
+            offset += n
+        assert result is not None
+        return result
+
+    def _gather(self, op: tcp.GatherOp, ix: Index, mask: str) -> str:
+        """Indices are loaded like any value; an index outside ``[0, n)`` reads 0 (the
+        reference raises; a kernel cannot)."""
+        axis = scalar(op.axis)
+        d = self.dims(ix)
+        rank = len(shape_of(op.indices))
+        where = self.value(op.indices, self.with_dims(shape_of(op.indices), d[axis : axis + rank]), mask)
+        n = shape_of(op.input)[axis]
+        inside = self.let(f"({where} >= 0) & ({where} < {n})", "inb")
+        inner_mask = self.let(f"{mask} & {inside}", "m")
+        src = [*d[:axis], where, *d[axis + rank :]]
+        return self.value(op.input, self.with_dims(shape_of(op.input), src), inner_mask)
+
+    def _batch_norm(self, op: tcp.BatchNormOp, ix: Index, mask: str) -> str:
+        x = self.value(op.input, ix, mask)
+        channel = self.dims(ix)[1]
+        c = shape_of(op.scale)
+        scale, offset, mean, var = (self.value(o, self.with_dims(c, [channel]), mask) for o in op.operands[1:])
+        eps = literal(scalar(op.epsilon))
+        return self.let(f"({x} - {mean}) * tl.rsqrt({var} + {eps}) * {scale} + {offset}", "bn")
+
+    # Pooling ------------------------------------------------------------------------
+
+    def _pool(self, op: tcp.MaxPool2dOp | tcp.AvgPool2dOp, ix: Index, mask: str) -> str:
+        """A loop over the window; each step evaluates the input (and whatever index
+        ops produce it) at one window position."""
+        n, c, ho, wo = self.dims(ix)
+        _, _, h, w = shape_of(op.input)
+        kh, kw = ints(op.kernel)
+        sh, sw = ints(op.stride)
+        top, _, left, _ = ints(op.padding)
+        dh, dw = ints(op.dilation) if isinstance(op, tcp.MaxPool2dOp) else (1, 1)
+        is_max = isinstance(op, tcp.MaxPool2dOp)
+        start = literal(float("-inf")) if is_max else "0.0"
+        acc = self.let(f"tl.full({self.tile}, {start}, tl.float32)", "acc")
+        count = None
+        if not is_max:
+            count = self.let(f"tl.zeros({self.tile}, tl.float32)", "cnt")
+        with self.block(f"for kk in range({kh * kw}):"):
+            hi = self.let(f"({ho}) * {sh} + (kk // {kw}) * {dh} - {top}", "hi")
+            wi = self.let(f"({wo}) * {sw} + (kk % {kw}) * {dw} - {left}", "wi")
+            inside = self.let(f"({hi} >= 0) & ({hi} < {h}) & ({wi} >= 0) & ({wi} < {w})", "inb")
+            inner_mask = self.let(f"{mask} & {inside}", "m")
+            x = self.value(op.input, self.with_dims(shape_of(op.input), [n, c, hi, wi]), inner_mask)
+            if is_max:
+                self.line(f'{acc} = tl.maximum({acc}, tl.where({inside}, {x}, float("-inf")), propagate_nan=tl.PropagateNan.ALL)')
+            else:
+                self.line(f"{acc} = {acc} + tl.where({inside}, {x}, 0.0)")
+                if scalar(op.count_include_pad):
+                    pt, pb, pl, pr = ints(op.padding)
+                    counted = f"({hi} >= -{pt}) & ({hi} < {h + pb}) & ({wi} >= -{pl}) & ({wi} < {w + pr})"
+                else:
+                    counted = inside
+                self.line(f"{count} = {count} + tl.where({counted}, 1.0, 0.0)")
+        if is_max:
+            return acc
+        return self.let(f"{acc} / {count}", "avg")
+
+
+def yielded(block: Block) -> list[SSAValue]:
+    last = block.last_op
+    assert isinstance(last, tcp.YieldOp)
+    return list(last.values)

@@ -1,0 +1,265 @@
+"""triton-fuse: wrap fusible chains of top-level tcp ops into ``tcp.isolated_group``
+``{backend = "triton", kind = ...}``, one group per generated kernel.
+
+Greedy producer-to-consumer fusion in program order: each op starts a group and
+absorbs the groups of its operands' producers when the union is still one kernel
+(``_legal``):
+
+* at most one anchor (reduction, softmax, layer_norm, pooling, matmul, conv2d);
+* after the anchor only elementwise ops (the epilogue runs on the anchor's result in
+  registers, at the positions it was computed at);
+* outputs a kernel can store: a pointwise group's outputs have one element count; an
+  anchored group's outputs are the anchor's result shape, or (row kernels only) the
+  anchor input's shape (a residual sum stored on the way into a layer_norm);
+* no cycle through an op outside the group.
+
+Only tcp ops directly in a function body are considered: ops already in an
+``isolated_group`` or any other region, and non-tcp ops (``cudnn.graph``), are left
+alone. ``tcp.param`` stays at top level and is captured; splat ``tcp.constant`` and
+``tcp.iota`` are cloned into the groups that use them. A group of reshapes only is
+not formed (a reshape of a contiguous tensor is a view). ``products=false`` leaves
+matmul, batch_matmul and conv2d out of the groups (for another backend).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.passes import ModulePass
+
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.triton.ops import (
+    ELEMENTWISE,
+    INDEX_OPS,
+    PRODUCT_ANCHORS,
+    ROW_ANCHORS,
+    is_anchor,
+    kind_of,
+)
+from dnnc.ir import tcp
+from dnnc.ir.types import numel, shape_of
+
+CLONED = (tcp.ConstantOp, tcp.IotaOp)
+
+
+@dataclass(frozen=True)
+class TritonFuse(ModulePass):
+    name = "triton-fuse"
+
+    products: bool = True
+    """Also take matmul, batch_matmul and conv2d (with their prologues and epilogues)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in op.ops:
+            if isinstance(f, func.FuncOp) and f.body.blocks:
+                _fuse_block(f.body.block, self.products)
+
+
+def _candidate(op: Operation, products: bool) -> bool:
+    if isinstance(op, CLONED) or not isinstance(op, tcp.TcpOp):
+        return False
+    if isinstance(op, PRODUCT_ANCHORS):
+        return products
+    return isinstance(op, INDEX_OPS) or is_anchor(op)
+
+
+def _top(op: Operation, block: Block) -> Operation | None:
+    """The op of ``block`` that contains ``op`` (itself if it is there)."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
+class _Fuser:
+    def __init__(self, block: Block, products: bool):
+        self.block = block
+        self.order = {op: i for i, op in enumerate(block.ops)}
+        self.products = products
+        self.group_of: dict[Operation, int] = {}
+        self.groups: dict[int, set[Operation]] = {}
+
+    def users(self, op: Operation) -> set[Operation]:
+        out = set()
+        for r in op.results:
+            for use in r.uses:
+                top = _top(use.operation, self.block)
+                if top is not None:
+                    out.add(top)
+        return out
+
+    def run(self) -> list[set[Operation]]:
+        for gid, op in enumerate(self.block.ops):
+            if not _candidate(op, self.products):
+                continue
+            self.groups[gid] = {op}
+            self.group_of[op] = gid
+            for operand in op.operands:
+                producer = operand.owner
+                if not isinstance(producer, Operation) or producer not in self.group_of:
+                    continue
+                other = self.group_of[producer]
+                gid = self.group_of[op]
+                if other == gid:
+                    continue
+                merged = self.groups[gid] | self.groups[other]
+                if self._legal(merged):
+                    for member in self.groups.pop(other):
+                        self.group_of[member] = gid
+                    self.groups[gid] = merged
+        return [g for g in self.groups.values() if not all(isinstance(o, tcp.ReshapeOp) for o in g)]
+
+    def _outputs(self, ops: set[Operation]) -> list[SSAValue]:
+        out = []
+        for op in ops:
+            for r in op.results:
+                if any(_top(u.operation, self.block) not in ops for u in r.uses):
+                    out.append(r)
+        return out
+
+    def _legal(self, ops: set[Operation]) -> bool:
+        anchors = [op for op in ops if is_anchor(op)]
+        if len(anchors) > 1 or self._cycle(ops):
+            return False
+        outputs = self._outputs(ops)
+        if not anchors:
+            return len({numel(r) for r in outputs}) <= 1
+        anchor = anchors[0]
+        after = self._after(anchor, ops)
+        if any(not isinstance(op, ELEMENTWISE) for op in after):
+            return False
+        result_shape = shape_of(anchor.results[0])
+        input_shape = shape_of(anchor.operands[0])
+        for r in outputs:
+            if r.owner is anchor or r.owner in after:
+                if shape_of(r) != result_shape:
+                    return False
+            elif not (isinstance(anchor, ROW_ANCHORS) and shape_of(r) == input_shape):
+                return False
+        return True
+
+    def _after(self, anchor: Operation, ops: set[Operation]) -> set[Operation]:
+        seen: set[Operation] = set()
+        stack = [anchor]
+        while stack:
+            for user in self.users(stack.pop()):
+                if user in ops and user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        return seen
+
+    def _cycle(self, ops: set[Operation]) -> bool:
+        """Some op outside ``ops`` both uses a result of ``ops`` and feeds ``ops``."""
+        last = max(self.order[op] for op in ops)
+        seen: set[Operation] = set()
+        stack = [u for op in ops for u in self.users(op) if u not in ops]
+        while stack:
+            op = stack.pop()
+            if op in seen or self.order.get(op, last + 1) > last:
+                continue
+            seen.add(op)
+            for user in self.users(op):
+                if user in ops:
+                    return True
+                stack.append(user)
+        return False
+
+
+def _build_group(ops: list[Operation], block: Block) -> tuple[tcp.IsolatedGroupOp, list[SSAValue]]:
+    """A detached ``tcp.isolated_group`` computing ``ops`` and the values it replaces."""
+    members = set(ops)
+    body = Block()
+    mapping: dict[SSAValue, SSAValue] = {}
+    captures: list[SSAValue] = []
+    cloned: dict[Operation, Operation] = {}
+    for op in ops:
+        for v in op.operands:
+            if v in mapping or (isinstance(v.owner, Operation) and v.owner in members):
+                continue
+            source = v.owner
+            if isinstance(source, CLONED):
+                copy = source.clone()
+                body.add_op(copy)
+                cloned[source] = copy
+                mapping[v] = copy.results[0]
+            else:
+                captures.append(v)
+                mapping[v] = body.insert_arg(v.type, len(body.args))
+        copy = op.clone(value_mapper=mapping)
+        body.add_op(copy)
+        for old, new in zip(op.results, copy.results):
+            mapping[old] = new
+    outputs = [r for op in ops for r in op.results if any(_top(u.operation, block) not in members for u in r.uses)]
+    body.add_op(tcp.YieldOp([mapping[r] for r in outputs]))
+    group = tcp.IsolatedGroupOp(captures, [r.type for r in outputs], body)
+    group.attributes[GROUP_BACKEND_ATTR] = StringAttr("triton")
+    group.attributes[GROUP_KIND_ATTR] = StringAttr(kind_of(ops))
+    return group, outputs
+
+
+def _fuse_block(block: Block, products: bool) -> None:
+    order = {op: i for i, op in enumerate(block.ops)}
+    groups = [sorted(g, key=order.__getitem__) for g in _Fuser(block, products).run()]
+    if not groups:
+        return
+    built = []
+    for ops in groups:
+        group, replaced = _build_group(ops, block)
+        built.append((ops, group, replaced))
+    # Point every outside use at the group's results, then drop the originals (users first).
+    for _, group, replaced in built:
+        for old, new in zip(replaced, group.outputs):
+            old.replace_all_uses_with(new)
+    grouped = {op for ops, _, _ in built for op in ops}
+    for op in sorted(grouped, key=order.__getitem__, reverse=True):
+        op.detach()
+        op.erase(safe_erase=False)
+    _reorder(block, [(group, min(order[o] for o in ops)) for ops, group, _ in built], order)
+    for op in list(block.ops):
+        if isinstance(op, CLONED) and not any(r.uses for r in op.results):
+            op.detach()
+            op.erase()
+
+
+def _reorder(block: Block, groups: list[tuple[tcp.IsolatedGroupOp, int]], order: dict[Operation, int]) -> None:
+    """Insert the groups and re-sort the block topologically, keeping program order where
+    it is free (a group takes the place of its first op)."""
+    terminator = block.last_op
+    assert terminator is not None
+    rest = [op for op in block.ops if op is not terminator]
+    for op in rest:
+        op.detach()
+    terminator.detach()
+    position = {op: order[op] for op in rest}
+    position.update(dict(groups))
+    units: list[Operation] = [*rest, *(g for g, _ in groups)]
+    producers = {r: u for u in units for r in u.results}
+    waiting = {u: {producers[v] for v in _operands(u) if v in producers} for u in units}
+    users: dict[Operation, list[Operation]] = {u: [] for u in units}
+    for u, deps in waiting.items():
+        for d in deps:
+            users[d].append(u)
+    ready = [(position[u], id(u), u) for u, deps in waiting.items() if not deps]
+    heapq.heapify(ready)
+    while ready:
+        _, _, u = heapq.heappop(ready)
+        block.add_op(u)
+        for user in users[u]:
+            waiting[user].discard(u)
+            if not waiting[user]:
+                heapq.heappush(ready, (position[user], id(user), user))
+    block.add_op(terminator)
+
+
+def _operands(op: Operation) -> list[SSAValue]:
+    """Values an op needs, including those its nested regions use from outside."""
+    values = list(op.operands)
+    if isinstance(op, IRDLOperation) and op.regions:
+        for inner in op.walk():
+            values.extend(inner.operands)
+    return values

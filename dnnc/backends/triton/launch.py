@@ -1,0 +1,149 @@
+"""Compiled groups as ``GroupKernel``s, and the choice among configs.
+
+``launch`` only checks the tensor count and enqueues: Triton's launcher runs on
+torch's current CUDA stream, takes caller-allocated outputs and never
+synchronizes, so a launch can be captured in a CUDA graph once the kernel is
+loaded (``compile_group`` loads it, so capture never compiles). The only lazy path
+is a tensor whose address is not 16-byte aligned, which gets a kernel compiled
+without alignment hints on first use.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from dnnc import knobs
+from dnnc.backends.triton import compiler
+from dnnc.backends.triton.configs import candidates
+from dnnc.backends.triton.emitter import CodegenError
+from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
+from dnnc.cache import ContentCache, content_key
+from dnnc.errors import InputError
+from dnnc.ir import tcp
+from dnnc.ir.text import print_ir
+from dnnc.ir.types import shape_of, torch_dtype
+
+_choices = ContentCache("triton-tune")
+
+
+class TritonKernel:
+    """One generated kernel for one group, bound to a config and a device."""
+
+    backend = "triton"
+
+    def __init__(self, source: KernelSource, device: torch.device, capability: int | None):
+        self.source = source
+        self.kind = source.kind
+        self.device = device
+        self.grid = source.grid
+        self._n_params = len(source.signature)
+        self._capability = capability
+        if capability is None:
+            self._fn = compiler.load(source)
+            self._aligned = self._unaligned = None
+        else:
+            self._fn = None
+            self._aligned = compiler.compile_for(source, compiler.cuda_target(capability))
+            self._unaligned: Any = None
+            if hasattr(self._aligned, "_init_handles"):
+                self._aligned._init_handles()  # load the module now, not during a CUDA graph capture
+
+    def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
+        args = (*inputs, *outputs)
+        if len(args) != self._n_params:
+            raise InputError(
+                f"Triton {self.kind} kernel takes {self._n_params} tensors, got {len(inputs)} inputs and {len(outputs)} outputs"
+            )
+        if self._fn is not None:
+            self._fn[self.grid](*args)
+            return
+        kernel = self._aligned
+        if any(t.data_ptr() % 16 for t in args):
+            if self._unaligned is None:
+                self._unaligned = compiler.compile_for(self.source, compiler.cuda_target(self._capability), aligned=False)
+            kernel = self._unaligned
+        kernel[self.grid](*args)
+
+
+def _example_tensors(group: tcp.IsolatedGroupOp, device: torch.device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Inputs for timing configs: normal floats, zero indices (always in range), random masks."""
+    inputs = []
+    for arg in group.body.block.args:
+        dtype = torch_dtype(arg.type.element_type)
+        shape = shape_of(arg)
+        if dtype.is_floating_point:
+            inputs.append(torch.randn(shape, device=device).to(dtype))
+        elif dtype == torch.bool:
+            inputs.append(torch.rand(shape, device=device) > 0.5)
+        else:
+            inputs.append(torch.zeros(shape, dtype=dtype, device=device))
+    outputs = [torch.empty(shape_of(r), dtype=torch_dtype(r.type.element_type), device=device) for r in group.outputs]
+    return inputs, outputs
+
+
+def _time(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.Tensor], reps: int = 10) -> float:
+    for _ in range(2):
+        kernel.launch(inputs, outputs)
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        kernel.launch(inputs, outputs)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> TritonKernel:
+    """A ``GroupKernel`` (``backend = "triton"``) computing ``group`` on ``device``.
+
+    On CUDA the kernel is compiled for the device's compute capability; with
+    ``knobs.autotune`` every config is timed once (the choice is cached by the
+    group's text, the device and the Triton version) and the fastest kept, else the
+    first. Under ``TRITON_INTERPRET=1`` it runs on CPU tensors with the first config.
+    """
+    device = torch.device(device)
+    info = GroupInfo.of(group)
+    configs = candidates(info)
+    if compiler.interpreting():
+        return TritonKernel(generate(group, configs[0], interpret=True), device, None)
+    if device.type != "cuda":
+        raise CodegenError(f"Triton kernels run on CUDA devices (or on the CPU under TRITON_INTERPRET=1), not on {device}")
+    major, minor = torch.cuda.get_device_capability(device)
+    capability = major * 10 + minor
+    if not knobs.get().autotune or len(configs) == 1:
+        return TritonKernel(generate(group, configs[0]), device, capability)
+    key = content_key(
+        {"group": print_ir(group), "device": torch.cuda.get_device_name(device), "triton": _triton_version(), "configs": configs}
+    )
+    chosen = _choices.get_json(key)
+    if isinstance(chosen, int) and 0 <= chosen < len(configs):
+        return TritonKernel(generate(group, configs[chosen]), device, capability)
+    inputs, outputs = _example_tensors(group, device)
+    best: tuple[float, int, TritonKernel] | None = None
+    failures = []
+    with torch.cuda.device(device):
+        for i, config in enumerate(configs):
+            try:
+                kernel = TritonKernel(generate(group, config), device, capability)
+                elapsed = _time(kernel, inputs, outputs)
+            except Exception as e:
+                failures.append(f"{config}: {e}")
+                continue
+            if best is None or elapsed < best[0]:
+                best = (elapsed, i, kernel)
+    if best is None:
+        raise CodegenError(f"no Triton config of this {info.kind} group compiled:\n" + "\n".join(failures))
+    _choices.put_json(key, best[1])
+    return best[2]
+
+
+def _triton_version() -> str:
+    import triton
+
+    return triton.__version__

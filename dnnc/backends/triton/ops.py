@@ -1,0 +1,56 @@
+"""Which role each tcp op plays in a Triton kernel.
+
+Fusion and code generation agree on one classification:
+
+* *index ops* (elementwise ops, ``reshape/broadcast/transpose/slice/pad/concat/gather``,
+  ``batch_norm``, ``constant``, ``iota``) compute an element from elements of their
+  operands at computable positions, so any kernel evaluates them as index
+  arithmetic at the positions it needs; they never need memory of their own;
+* *anchors* need a loop over many elements per result (``reduce_*``, ``softmax``,
+  ``layer_norm``, pooling) or a tiled product (``matmul``, ``batch_matmul``,
+  ``conv2d``); a kernel holds at most one, and it names the kernel's kind.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from dnnc.ir import tcp
+
+ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
+MOVES = (tcp.ReshapeOp, tcp.BroadcastOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp, tcp.ConcatOp, tcp.GatherOp)
+INDEX_OPS = (*ELEMENTWISE, *MOVES, tcp.BatchNormOp, tcp.ConstantOp, tcp.IotaOp)
+ROW_ANCHORS = (tcp.ReduceSumOp, tcp.ReduceMaxOp, tcp.ReduceMeanOp, tcp.SoftmaxOp, tcp.LayerNormOp)
+POOL_ANCHORS = (tcp.MaxPool2dOp, tcp.AvgPool2dOp)
+MATMUL_ANCHORS = (tcp.MatmulOp, tcp.BatchMatmulOp)
+CONV_ANCHORS = (tcp.Conv2dOp,)
+ANCHORS = (*ROW_ANCHORS, *POOL_ANCHORS, *MATMUL_ANCHORS, *CONV_ANCHORS)
+PRODUCT_ANCHORS = (*MATMUL_ANCHORS, *CONV_ANCHORS)
+
+KIND_OF_ANCHOR: dict[type[Operation], str] = {
+    tcp.ReduceSumOp: "reduce",
+    tcp.ReduceMaxOp: "reduce",
+    tcp.ReduceMeanOp: "reduce",
+    tcp.SoftmaxOp: "softmax",
+    tcp.LayerNormOp: "layer_norm",
+    tcp.MaxPool2dOp: "pool",
+    tcp.AvgPool2dOp: "pool",
+    tcp.MatmulOp: "matmul",
+    tcp.BatchMatmulOp: "matmul",
+    tcp.Conv2dOp: "conv2d",
+}
+KINDS = ("pointwise", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d")
+"""Every kernel kind; ``pointwise`` is a group with no anchor."""
+
+
+def is_index_op(op: Operation) -> bool:
+    return isinstance(op, INDEX_OPS)
+
+
+def is_anchor(op: Operation) -> bool:
+    return isinstance(op, ANCHORS)
+
+
+def kind_of(ops: list[Operation]) -> str:
+    anchors = [op for op in ops if is_anchor(op)]
+    return KIND_OF_ANCHOR[type(anchors[0])] if anchors else "pointwise"

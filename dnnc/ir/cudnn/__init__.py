@@ -1,0 +1,43 @@
+"""The ``cudnn`` dialect (see ``ops``)."""
+
+from dnnc.ir.cudnn.ops import (
+    CUDNN,
+    CUDNN_OPS,
+    NODE_OPS,
+    POINTWISE_MODES,
+    REDUCTION_MODES,
+    ConvFpropOp,
+    CudnnOp,
+    GraphOp,
+    LayerNormOp,
+    MatmulOp,
+    PointwiseOp,
+    ReductionOp,
+    ReturnOp,
+    SdpaOp,
+    descriptor_type,
+    row_major_strides,
+    span,
+    strides_of,
+)
+
+__all__ = [
+    "CUDNN",
+    "CUDNN_OPS",
+    "NODE_OPS",
+    "POINTWISE_MODES",
+    "REDUCTION_MODES",
+    "ConvFpropOp",
+    "CudnnOp",
+    "GraphOp",
+    "LayerNormOp",
+    "MatmulOp",
+    "PointwiseOp",
+    "ReductionOp",
+    "ReturnOp",
+    "SdpaOp",
+    "descriptor_type",
+    "row_major_strides",
+    "span",
+    "strides_of",
+]

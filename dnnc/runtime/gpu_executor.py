@@ -1,0 +1,199 @@
+"""Runs a GPU-lowered program: each top-level op by the backend that took it.
+
+At construction every ``cudnn.graph`` is built and tuned (identical graphs share
+one build), every Triton group is compiled, and parameters and constants are
+uploaded once. What no backend takes runs as torch ops through the reference
+rules in the tensors' own dtypes: the *stopgap*, reported by ``summary()``. A
+graph or group whose backend fails at build time falls back the same way, with
+the reason logged, never a crash.
+
+Per call, outputs of kernels are allocated through torch's caching allocator on
+the current stream and kernels are enqueued without synchronizing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.traits import IsTerminator
+
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel
+from dnnc.backends.reference.interpreter import execute
+from dnnc.backends.reference.rules import Value
+from dnnc.ir import cudnn, tcp
+from dnnc.ir.program import Program
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.log import say_once
+
+log = logging.getLogger("dnnc.gpu")
+
+
+class _TorchEnv:
+    """Reference rules on device tensors, each value in its own element type."""
+
+    compute_dtype = None
+
+    def __init__(self, params: dict[str, torch.Tensor], device: torch.device):
+        self.params = params
+        self.device = device
+
+    def param(self, name: str) -> Value:
+        return self.params[name]
+
+    def run_block(self, op: Operation, args: Sequence[Value]) -> list[Value]:
+        block = op.regions[0].block
+        env: dict[SSAValue, Value] = dict(zip(block.args, args))
+        for inner in block.ops:
+            operands = [env[v] for v in inner.operands]
+            if inner.has_trait(IsTerminator):
+                return operands
+            env.update(zip(inner.results, run_stopgap(inner, operands, self)))
+        raise RuntimeError(f"{op.name} body has no terminator")
+
+
+def run_stopgap(op: Operation, operands: list[Value], env: _TorchEnv) -> list[Value]:
+    results = execute(op, operands, env)
+    return [r.to(env.device) if r.device != env.device else r for r in results]
+
+
+@dataclass
+class Step:
+    op: Operation
+    backend: str  # cudnn | triton | torch
+    kernel: GroupKernel | None = None
+    out_specs: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
+
+
+@dataclass
+class Fallback:
+    kind: str
+    backend: str
+    reason: str
+
+
+class GpuExecutor:
+    def __init__(self, program: Program, device: torch.device | str = "cuda"):
+        self.program = program
+        self.device = torch.device(device)
+        params = {
+            op.param_name: program.params[op.param_name].to(self.device, torch_dtype(element_of(op.result))).contiguous()
+            for op in program.param_ops()
+        }
+        self.env = _TorchEnv(params, self.device)
+        self.fallbacks: list[Fallback] = []
+        self.block = program.entry.body.block
+        self.statics: dict[SSAValue, Value] = {}
+        self.steps: list[Step] = []
+        built: dict[str, GroupKernel] = {}
+        for op in self.block.ops:
+            if isinstance(op, func.ReturnOp):
+                break
+            if isinstance(op, tcp.SOURCE_OPS):
+                self.statics.update(zip(op.results, run_stopgap(op, [], self.env)))
+                continue
+            self.steps.append(self._plan_step(op, built))
+        ret = self.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        self._returned = list(ret.operands)
+        self._dead_after = _dead_after(self.steps, set(self.statics) | set(self._returned))
+
+    def _plan_step(self, op: Operation, built: dict[str, GroupKernel]) -> Step:
+        specs = [(shape_of(r), torch_dtype(element_of(r))) for r in op.results]
+        if isinstance(op, cudnn.GraphOp):
+            kernel = self._cudnn_kernel(op, built)
+            return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
+        if isinstance(op, tcp.IsolatedGroupOp) and _attr(op, GROUP_BACKEND_ATTR) == "triton":
+            kernel = self._triton_kernel(op)
+            return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
+        return Step(op, "torch")
+
+    def _cudnn_kernel(self, op: cudnn.GraphOp, built: dict[str, GroupKernel]) -> GroupKernel | None:
+        from dnnc.backends.cudnn.runtime import GraphUnsupported, build_kernel
+        from dnnc.backends.cudnn.signature import graph_signature
+
+        sig = graph_signature(op)
+        if sig in built:
+            op.plan = cudnn_plan_attr(built[sig])
+            return built[sig]
+        try:
+            kernel = build_kernel(op, self.device)
+        except GraphUnsupported as e:
+            self._fell_back(op, "cudnn", str(e))
+            return None
+        built[sig] = kernel
+        return kernel
+
+    def _triton_kernel(self, op: tcp.IsolatedGroupOp) -> GroupKernel | None:
+        try:
+            from dnnc.backends.triton import compile_group
+        except ImportError as e:
+            self._fell_back(op, "triton", f"the Triton backend is not available: {e}")
+            return None
+        try:
+            return compile_group(op, self.device)
+        except Exception as e:  # the stopgap runs the group instead
+            self._fell_back(op, "triton", f"{type(e).__name__}: {e}")
+            return None
+
+    def _fell_back(self, op: Operation, backend: str, reason: str) -> None:
+        kind = _attr(op, GROUP_KIND_ATTR) or op.name
+        self.fallbacks.append(Fallback(kind, backend, reason))
+        log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, reason)
+
+    @torch.inference_mode()
+    def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        env: dict[SSAValue, Value] = dict(self.statics)
+        env.update(zip(self.block.args, inputs))
+        for step, dead in zip(self.steps, self._dead_after):
+            operands = [env[v] for v in step.op.operands]
+            if step.kernel is not None:
+                outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in step.out_specs]
+                step.kernel.launch([t if t.is_contiguous() else t.contiguous() for t in operands], outs)
+            else:
+                outs = run_stopgap(step.op, operands, self.env)
+            env.update(zip(step.op.results, outs))
+            for v in dead:  # intermediates go back to the allocator after their last use
+                env.pop(v, None)
+        return [env[v] for v in self._returned]
+
+    def summary(self) -> dict[str, Any]:
+        """How many top-level ops each backend runs, and which ops are stopgap torch ops."""
+        by_backend = Counter(s.backend for s in self.steps)
+        stopgap = Counter(_attr(s.op, GROUP_KIND_ATTR) or s.op.name for s in self.steps if s.backend == "torch")
+        return {"steps": dict(by_backend), "torch_ops": dict(stopgap), "fallbacks": [f.__dict__ for f in self.fallbacks]}
+
+    def announce(self) -> None:
+        s = self.summary()
+        if s["torch_ops"]:
+            ops = ", ".join(f"{n}x {k}" for k, n in sorted(s["torch_ops"].items()))
+            say_once(f"dnnc: {s['steps'].get('torch', 0)} ops run as torch ops (stopgap, no generated kernel yet): {ops}")
+
+
+def cudnn_plan_attr(kernel: Any) -> StringAttr:
+    return StringAttr(kernel.plan.to_json())
+
+
+def _attr(op: Operation, name: str) -> str | None:
+    a = op.attributes.get(name)
+    return a.data if isinstance(a, StringAttr) else None
+
+
+def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:
+    """For each step, the values whose last use it is (never statics or outputs)."""
+    last: dict[SSAValue, int] = {}
+    for i, step in enumerate(steps):
+        for v in step.op.operands:
+            last[v] = i
+    dead: list[list[SSAValue]] = [[] for _ in steps]
+    for v, i in last.items():
+        if v not in keep:
+            dead[i].append(v)
+    return dead

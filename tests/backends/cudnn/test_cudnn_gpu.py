@@ -1,0 +1,184 @@
+"""The cuDNN backend on a GPU: each pattern in f32/f16/bf16 against a float64
+reference of the same weights, conv variants, a graph with no engine that falls
+back, CUDA graph capture, and ResNet-50 in fp16.
+
+Tolerances: ``dnnc.numerics.GPU_TOLERANCE`` (f32 2e-3 for TF32 tensor cores,
+f16 2e-3, bf16 1.6e-2), normwise relative error.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import dnnc
+from tests.numerics import assert_matches
+
+pytestmark = pytest.mark.gpu
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+class ConvEpilogue(nn.Module):
+    def __init__(self, cin: int, cout: int, act: str, residual: bool, **conv: int):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, **conv)  # type: ignore[arg-type]
+        self.act, self.residual = act, residual
+
+    def forward(self, x: torch.Tensor, r: torch.Tensor | None = None) -> torch.Tensor:
+        y = self.conv(x)
+        if r is not None:
+            y = y + r
+        return {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu6": F.relu6, "none": lambda t: t, "sigmoid": torch.sigmoid}[
+            self.act
+        ](y)
+
+
+class LinearEpilogue(nn.Module):
+    def __init__(self, k: int, n: int, act: str):
+        super().__init__()
+        self.lin, self.act = nn.Linear(k, n), act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        return {"relu": F.relu, "gelu": lambda t: F.gelu(t, approximate="tanh"), "none": lambda t: t}[self.act](y)
+
+
+def _reference(model: nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
+    """float64 on the CPU with the same (rounded) weights and inputs."""
+    ref = model.to("cpu", torch.float64)
+    with torch.no_grad():
+        return ref(*[x.to("cpu", torch.float64) for x in inputs])
+
+
+def _check(model: nn.Module, inputs: list[torch.Tensor], dtype: torch.dtype, expect_cudnn: int = 1) -> dnnc.CompiledModule:
+    model = model.eval().to("cuda", dtype)
+    inputs = [x.to("cuda", dtype) for x in inputs]
+    compiled = dnnc.compile(model, inputs, device="cuda")
+    out = compiled(*inputs)
+    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    assert summary["steps"].get("cudnn", 0) >= expect_cudnn, summary
+    assert_matches(out, _reference(model, inputs).to(dtype), dtype, gpu=True)
+    return compiled
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu", "relu6", "sigmoid"])
+def test_conv_bias_activation(act: str, dtype: torch.dtype, rng: torch.Generator) -> None:
+    model = ConvEpilogue(32, 64, act, False, kernel_size=3, padding=1)
+    _check(model, [torch.randn(4, 32, 20, 20, generator=rng)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_conv_bias_residual_relu(dtype: torch.dtype, rng: torch.Generator) -> None:
+    model = ConvEpilogue(64, 64, "relu", True, kernel_size=1)
+    x, r = torch.randn(2, 64, 14, 14, generator=rng), torch.randn(2, 64, 14, 14, generator=rng)
+    compiled = _check(model, [x, r], dtype)
+    assert "conv_bias_add_relu" in compiled.ir
+
+
+@pytest.mark.parametrize(
+    ("cin", "cout", "conv"),
+    [
+        (3, 20, {"kernel_size": 7, "stride": 2, "padding": 3}),  # odd channels, the stem
+        (36, 20, {"kernel_size": 1}),  # channels not multiples of 8
+        (16, 16, {"kernel_size": 3, "padding": 2, "dilation": 2}),
+        (32, 32, {"kernel_size": 3, "stride": 2, "padding": 1, "groups": 32}),  # depthwise
+        (8, 24, {"kernel_size": (1, 3), "padding": (0, 1)}),
+    ],
+    ids=["stem-c3", "odd-36-20", "dilation", "depthwise", "1x3"],
+)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_conv_variants(cin: int, cout: int, conv: dict, dtype: torch.dtype, rng: torch.Generator) -> None:
+    model = ConvEpilogue(cin, cout, "relu", False, **conv)
+    compiled = dnnc.compile(
+        model.eval().to("cuda", dtype), [torch.randn(2, cin, 17, 19, generator=rng).to("cuda", dtype)], device="cuda"
+    )
+    x = torch.randn(2, cin, 17, 19, generator=rng)
+    out = compiled(x.to("cuda", dtype))
+    assert_matches(out, _reference(model, [x.to(dtype)]).to(dtype), dtype, gpu=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("act", ["relu", "gelu", "none"])
+def test_matmul_bias_activation(act: str, dtype: torch.dtype, rng: torch.Generator) -> None:
+    _check(LinearEpilogue(96, 200, act), [torch.randn(37, 96, generator=rng)], dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_layernorm(dtype: torch.dtype, rng: torch.Generator) -> None:
+    model = nn.LayerNorm(256)
+    with torch.no_grad():
+        model.weight.uniform_(0.5, 1.5, generator=rng)
+        model.bias.uniform_(-0.5, 0.5, generator=rng)
+    model = model.eval().to("cuda", dtype)
+    x = torch.randn(8, 33, 256, generator=rng).to("cuda", dtype)
+    compiled = dnnc.compile(model, [x], device="cuda")
+    assert_matches(compiled(x), _reference(model, [x]).to(dtype), dtype, gpu=True)
+
+
+NO_ENGINE = """builtin.module {
+  func.func @forward(%x: tensor<2x8x8x16xf16>, %w: tensor<16x3x3x16xf16>) -> tensor<2x8x8x16xf16> {
+    %y = cudnn.graph(%x, %w) {result_strides = [strided<[1024, 1, 128, 16]>]} : (tensor<2x8x8x16xf16>, tensor<16x3x3x16xf16>) -> tensor<2x8x8x16xf16> {
+    ^bb0(%X: tensor<2x16x8x8xf16, strided<[1024, 1, 128, 16]>>, %W: tensor<16x16x3x3xf16, strided<[144, 1, 48, 16]>>):
+      %r = cudnn.pointwise %X {mode = "relu"} : tensor<2x16x8x8xf16, strided<[1024, 1, 128, 16]>> -> tensor<2x16x8x8xf16>
+      %c = cudnn.conv_fprop %r, %W {pre_padding = array<i64: 1, 1>, post_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<2x16x8x8xf16>, tensor<16x16x3x3xf16, strided<[144, 1, 48, 16]>>) -> tensor<2x16x8x8xf16>
+      cudnn.return %c : tensor<2x16x8x8xf16>
+    }
+    func.return %y : tensor<2x8x8x16xf16>
+  }
+}"""
+
+
+def test_graph_without_engine_falls_back(rng: torch.Generator) -> None:
+    """A pointwise op before a conv has no fp16 engine on Hopper: the executor
+    runs the graph as torch ops, logs why, and the result is still right."""
+    from dnnc.ir.params import ParamStore
+    from dnnc.ir.program import Program
+    from dnnc.ir.text import parse_ir
+    from dnnc.runtime.gpu_executor import GpuExecutor
+
+    program = Program(parse_ir(NO_ENGINE), ParamStore())
+    executor = GpuExecutor(program, "cuda")
+    x, w = torch.randn(2, 8, 8, 16, generator=rng).half(), torch.randn(16, 3, 3, 16, generator=rng).half()
+    (y,) = executor.run([x.cuda(), w.cuda()])
+    expected = F.conv2d(F.relu(x.double().permute(0, 3, 1, 2)), w.double().permute(0, 3, 1, 2), padding=1).permute(0, 2, 3, 1)
+    assert_matches(y, expected.half(), torch.float16, gpu=True)
+    major = torch.cuda.get_device_capability()[0]
+    if major == 9:
+        assert executor.summary()["fallbacks"], "expected no fp16 engine for relu -> conv on sm_90"
+
+
+def test_cuda_graph_capture(rng: torch.Generator) -> None:
+    model = ConvEpilogue(64, 64, "relu", True, kernel_size=3, padding=1).eval().cuda().half()
+    x, r = (torch.randn(4, 64, 28, 28, generator=rng).cuda().half() for _ in range(2))
+    compiled = dnnc.compile(model, [x, r], device="cuda")
+    expected = compiled(x, r)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        compiled(x, r)  # warm up on the capture stream
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = compiled(x, r)
+    x.copy_(torch.randn(4, 64, 28, 28, generator=rng).cuda().half())
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches(captured, compiled(x, r), torch.float16, gpu=True)
+    assert not torch.equal(captured, expected)
+
+
+def test_resnet50_fp16_matches_eager() -> None:
+    from dnnc.models import resnet50
+
+    model, (x,) = resnet50(batch=8)
+    model = model.cuda().half()
+    x = x.cuda().half()
+    compiled = dnnc.compile(model, [x], device="cuda")
+    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    assert summary["steps"]["cudnn"] >= 50 and not summary["fallbacks"], summary
+    with torch.no_grad():
+        eager32 = model.float()(x.float())
+    assert_matches(compiled(x), eager32.half(), torch.float16, gpu=True)

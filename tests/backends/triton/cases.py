@@ -1,0 +1,228 @@
+"""Small tcp programs, one or more per Triton kernel kind, with odd sizes (never a
+multiple of a block), broadcasting, data movement and prologue/epilogue ops; each
+is written for an element type ``T`` and run before and after ``triton-fuse``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kinds: tuple[str, ...]
+    """Kernel kinds ``triton-fuse`` must produce for it."""
+    ir: str
+    ints: tuple[tuple[int, int], ...] = ()
+    """(argument position, exclusive upper bound) of integer arguments (indices)."""
+    looped: bool = False
+
+    def program(self, dtype: str) -> Program:
+        return Program(parse_ir(self.ir.replace("xT>", f"x{dtype}>"), self.name), ParamStore())
+
+    def inputs(self, program: Program, rng: torch.Generator) -> list[torch.Tensor]:
+        from dnnc.ir.types import shape_of, torch_dtype
+
+        bounds = dict(self.ints)
+        out = []
+        for i, t in enumerate(program.input_types):
+            dtype = torch_dtype(t.element_type)
+            shape = shape_of(t)
+            if dtype == torch.bool:
+                out.append(torch.rand(shape, generator=rng) > 0.5)
+            elif not dtype.is_floating_point:
+                out.append(torch.randint(0, bounds.get(i, 7), shape, generator=rng, dtype=dtype))
+            else:
+                out.append(torch.randn(shape, generator=rng).to(dtype))
+        return out
+
+
+CASES = [
+    Case(
+        "elementwise_chain",
+        ("pointwise",),
+        """func.func @forward(%x: tensor<3x37x5xT>, %b: tensor<37x1xT>, %y: tensor<3x37x5xf32>) -> (tensor<3x37x5xT>, tensor<3x37x5xT>) {
+  %r = tcp.reshape %b : tensor<37x1xT> to tensor<1x37x1xT>
+  %bb = tcp.broadcast %r : tensor<1x37x1xT> to tensor<3x37x5xT>
+  %a = tcp.add %x, %bb : tensor<3x37x5xT>
+  %e = tcp.exp %a : tensor<3x37x5xT>
+  %t = tcp.tanh %x : tensor<3x37x5xT>
+  %s = tcp.sigmoid %t : tensor<3x37x5xT>
+  %u = tcp.silu %e : tensor<3x37x5xT>
+  %g = tcp.gelu %u {approximate = "tanh"} : tensor<3x37x5xT>
+  %g2 = tcp.gelu %s {approximate = "none"} : tensor<3x37x5xT>
+  %m = tcp.mul %g, %g2 : tensor<3x37x5xT>
+  %d = tcp.div %m, %e : tensor<3x37x5xT>
+  %ab = tcp.abs %x : tensor<3x37x5xT>
+  %sq = tcp.sqrt %ab : tensor<3x37x5xT>
+  %c = tcp.clamp %ab {min = 0.25 : f64} : tensor<3x37x5xT>
+  %rs = tcp.rsqrt %c : tensor<3x37x5xT>
+  %lg = tcp.log %c : tensor<3x37x5xT>
+  %er = tcp.erf %x : tensor<3x37x5xT>
+  %p = tcp.pow %x, %bb : tensor<3x37x5xT>
+  %n = tcp.neg %p : tensor<3x37x5xT>
+  %mx = tcp.maximum %n, %sq : tensor<3x37x5xT>
+  %mn = tcp.minimum %mx, %rs : tensor<3x37x5xT>
+  %s1 = tcp.sub %mn, %lg : tensor<3x37x5xT>
+  %s2 = tcp.add %s1, %er : tensor<3x37x5xT>
+  %yc = tcp.cast %y : tensor<3x37x5xf32> to tensor<3x37x5xT>
+  %s3 = tcp.add %s2, %yc : tensor<3x37x5xT>
+  %s4 = tcp.add %s3, %d : tensor<3x37x5xT>
+  %h = tcp.clamp %s4 {min = -3.0 : f64, max = 3.0 : f64} : tensor<3x37x5xT>
+  func.return %h, %e : tensor<3x37x5xT>, tensor<3x37x5xT>
+}""",
+    ),
+    Case(
+        "masks_and_integers",
+        ("pointwise",),
+        """func.func @forward(%x: tensor<11x13xT>, %y: tensor<11x13xT>, %i: tensor<11x13xi32>) -> (tensor<11x13xT>, tensor<11x13xi1>, tensor<11x13xi32>) {
+  %lt = tcp.compare %x, %y {predicate = "lt"} : tensor<11x13xT> -> tensor<11x13xi1>
+  %ge = tcp.compare %x, %y {predicate = "ge"} : tensor<11x13xT> -> tensor<11x13xi1>
+  %nz = tcp.cast %x : tensor<11x13xT> to tensor<11x13xi1>
+  %o = tcp.logical_or %lt, %nz : tensor<11x13xi1>
+  %n = tcp.logical_not %ge : tensor<11x13xi1>
+  %a = tcp.logical_and %o, %n : tensor<11x13xi1>
+  %s = tcp.select %a, %x, %y : tensor<11x13xi1>, tensor<11x13xT>
+  %k = tcp.constant {value = 3 : i64} : tensor<11x13xi32>
+  %ii = tcp.mul %i, %k : tensor<11x13xi32>
+  %ic = tcp.clamp %ii {max = 10.0 : f64} : tensor<11x13xi32>
+  %xi = tcp.cast %s : tensor<11x13xT> to tensor<11x13xi32>
+  %sum = tcp.add %ic, %xi : tensor<11x13xi32>
+  %f = tcp.cast %sum : tensor<11x13xi32> to tensor<11x13xT>
+  %r = tcp.add %s, %f : tensor<11x13xT>
+  func.return %r, %a, %sum : tensor<11x13xT>, tensor<11x13xi1>, tensor<11x13xi32>
+}""",
+    ),
+    Case(
+        "data_movement",
+        ("pointwise", "pointwise"),
+        """func.func @forward(%x: tensor<6x5x7xT>, %y: tensor<6x3x7xT>, %e: tensor<29x7xT>, %i: tensor<6x4xi64>) -> (tensor<7x12x6xT>, tensor<6x4x7xT>) {
+  %c = tcp.concat %x, %y {axis = 1 : i64} : (tensor<6x5x7xT>, tensor<6x3x7xT>) -> tensor<6x8x7xT>
+  %s = tcp.slice %c {starts = array<i64: 1, 0, 0>, limits = array<i64: 6, 8, 7>, strides = array<i64: 1, 2, 1>} : tensor<6x8x7xT> -> tensor<5x4x7xT>
+  %p = tcp.pad %s {low = array<i64: 0, 3, 0>, high = array<i64: 1, 5, 0>, value = -1.5 : f64} : tensor<5x4x7xT> -> tensor<6x12x7xT>
+  %t = tcp.transpose %p {permutation = array<i64: 2, 1, 0>} : tensor<6x12x7xT> -> tensor<7x12x6xT>
+  %ex = tcp.exp %t : tensor<7x12x6xT>
+  %g = tcp.gather %e, %i {axis = 0 : i64} : (tensor<29x7xT>, tensor<6x4xi64>) -> tensor<6x4x7xT>
+  %io = tcp.iota {start = -2 : i64, step = 3 : i64} : tensor<7xT>
+  %ir = tcp.reshape %io : tensor<7xT> to tensor<1x1x7xT>
+  %ib = tcp.broadcast %ir : tensor<1x1x7xT> to tensor<6x4x7xT>
+  %ga = tcp.add %g, %ib : tensor<6x4x7xT>
+  func.return %ex, %ga : tensor<7x12x6xT>, tensor<6x4x7xT>
+}""",
+        ints=((3, 29),),
+    ),
+    Case(
+        "reductions",
+        ("reduce", "reduce", "reduce"),
+        """func.func @forward(%x: tensor<5x9x37xT>) -> (tensor<5x9xT>, tensor<5x1x37xT>, tensor<9xT>) {
+  %e = tcp.exp %x : tensor<5x9x37xT>
+  %s = tcp.reduce_sum %e {axes = array<i64: 2>, keepdim = false} : tensor<5x9x37xT> -> tensor<5x9xT>
+  %r = tcp.rsqrt %s : tensor<5x9xT>
+  %m = tcp.reduce_max %x {axes = array<i64: 1>, keepdim = true} : tensor<5x9x37xT> -> tensor<5x1x37xT>
+  %a = tcp.abs %x : tensor<5x9x37xT>
+  %n = tcp.reduce_mean %a {axes = array<i64: 0, 2>, keepdim = false} : tensor<5x9x37xT> -> tensor<9xT>
+  func.return %r, %m, %n : tensor<5x9xT>, tensor<5x1x37xT>, tensor<9xT>
+}""",
+    ),
+    Case(
+        "integer_reductions",
+        ("reduce", "reduce"),
+        """func.func @forward(%i: tensor<7x19xi64>, %x: tensor<7x19xT>) -> (tensor<7xi64>, tensor<19xi1>) {
+  %s = tcp.reduce_sum %i {axes = array<i64: 1>, keepdim = false} : tensor<7x19xi64> -> tensor<7xi64>
+  %z = tcp.constant {value = 1.0 : f64} : tensor<7x19xT>
+  %b = tcp.compare %x, %z {predicate = "gt"} : tensor<7x19xT> -> tensor<7x19xi1>
+  %any = tcp.reduce_max %b {axes = array<i64: 0>, keepdim = false} : tensor<7x19xi1> -> tensor<19xi1>
+  func.return %s, %any : tensor<7xi64>, tensor<19xi1>
+}""",
+        ints=((0, 1000),),
+    ),
+    Case(
+        "long_rows",
+        ("reduce", "softmax", "layer_norm"),
+        """func.func @forward(%x: tensor<3x9000xT>, %w: tensor<9000xT>, %b: tensor<9000xT>) -> (tensor<3xT>, tensor<3x9000xT>, tensor<3x9000xT>) {
+  %s = tcp.reduce_sum %x {axes = array<i64: 1>, keepdim = false} : tensor<3x9000xT> -> tensor<3xT>
+  %y = tcp.softmax %x {axis = 1 : i64} : tensor<3x9000xT>
+  %n = tcp.layer_norm %x, %w, %b {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<3x9000xT>, tensor<9000xT>
+  func.return %s, %y, %n : tensor<3xT>, tensor<3x9000xT>, tensor<3x9000xT>
+}""",
+        looped=True,
+    ),
+    Case(
+        "masked_softmax",
+        ("softmax", "softmax"),
+        """func.func @forward(%x: tensor<2x3x17x19xT>, %m: tensor<1x1x17x19xi1>) -> (tensor<2x3x17x19xT>, tensor<2x3x17x19xT>) {
+  %k = tcp.constant {value = 0.125 : f64} : tensor<2x3x17x19xT>
+  %s = tcp.mul %x, %k : tensor<2x3x17x19xT>
+  %mb = tcp.broadcast %m : tensor<1x1x17x19xi1> to tensor<2x3x17x19xi1>
+  %ninf = tcp.constant {value = 0xFFF0000000000000 : f64} : tensor<2x3x17x19xT>
+  %w = tcp.select %mb, %ninf, %s : tensor<2x3x17x19xi1>, tensor<2x3x17x19xT>
+  %y = tcp.softmax %w {axis = 3 : i64} : tensor<2x3x17x19xT>
+  %z = tcp.softmax %x {axis = 1 : i64} : tensor<2x3x17x19xT>
+  %o = tcp.neg %z : tensor<2x3x17x19xT>
+  func.return %y, %o : tensor<2x3x17x19xT>, tensor<2x3x17x19xT>
+}""",
+    ),
+    Case(
+        "residual_layer_norm",
+        ("layer_norm", "layer_norm"),
+        """func.func @forward(%x: tensor<1x7x37xT>, %r: tensor<7x37xT>, %w: tensor<37xT>, %b: tensor<37xT>, %w2: tensor<7x37xT>, %b2: tensor<7x37xT>) -> (tensor<1x7x37xT>, tensor<1x7x37xT>, tensor<1x7x37xT>) {
+  %rr = tcp.reshape %r : tensor<7x37xT> to tensor<1x7x37xT>
+  %a = tcp.add %x, %rr : tensor<1x7x37xT>
+  %n = tcp.layer_norm %a, %w, %b {axis = 2 : i64, epsilon = 1.0e-05 : f64} : tensor<1x7x37xT>, tensor<37xT>
+  %g = tcp.gelu %n {approximate = "none"} : tensor<1x7x37xT>
+  %n2 = tcp.layer_norm %x, %w2, %b2 {axis = 1 : i64, epsilon = 1.0e-06 : f64} : tensor<1x7x37xT>, tensor<7x37xT>
+  func.return %a, %g, %n2 : tensor<1x7x37xT>, tensor<1x7x37xT>, tensor<1x7x37xT>
+}""",
+    ),
+    Case(
+        "pooling",
+        ("pool", "pool", "pool", "reduce"),
+        """func.func @forward(%x: tensor<2x3x13x11xT>) -> (tensor<2x3x7x6xT>, tensor<2x3x7x6xT>, tensor<2x3x5x4xT>, tensor<2x3xT>) {
+  %r = tcp.clamp %x {min = 0.0 : f64} : tensor<2x3x13x11xT>
+  %m = tcp.max_pool2d %r {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<2x3x13x11xT> -> tensor<2x3x7x6xT>
+  %a = tcp.avg_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = 0 : i64, count_include_pad = 0 : i64} : tensor<2x3x13x11xT> -> tensor<2x3x7x6xT>
+  %a2 = tcp.avg_pool2d %x {kernel = array<i64: 2, 3>, stride = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = 1 : i64, count_include_pad = 1 : i64} : tensor<2x3x13x11xT> -> tensor<2x3x5x4xT>
+  %e = tcp.exp %a2 : tensor<2x3x5x4xT>
+  %g = tcp.reduce_mean %x {axes = array<i64: 2, 3>, keepdim = false} : tensor<2x3x13x11xT> -> tensor<2x3xT>
+  func.return %m, %a, %e, %g : tensor<2x3x7x6xT>, tensor<2x3x7x6xT>, tensor<2x3x5x4xT>, tensor<2x3xT>
+}""",
+    ),
+    Case(
+        "matmul_epilogue",
+        ("matmul", "matmul"),
+        """func.func @forward(%a: tensor<33x47xT>, %b: tensor<47x29xT>, %bias: tensor<1x29xT>, %res: tensor<33x29xT>, %q: tensor<3x21x17xT>, %k: tensor<3x19x17xT>) -> (tensor<33x29xT>, tensor<3x21x19xT>) {
+  %mm = tcp.matmul %a, %b : (tensor<33x47xT>, tensor<47x29xT>) -> tensor<33x29xT>
+  %bb = tcp.broadcast %bias : tensor<1x29xT> to tensor<33x29xT>
+  %ad = tcp.add %mm, %bb : tensor<33x29xT>
+  %g = tcp.gelu %ad {approximate = "tanh"} : tensor<33x29xT>
+  %o = tcp.add %g, %res : tensor<33x29xT>
+  %kt = tcp.transpose %k {permutation = array<i64: 0, 2, 1>} : tensor<3x19x17xT> -> tensor<3x17x19xT>
+  %bm = tcp.batch_matmul %q, %kt : (tensor<3x21x17xT>, tensor<3x17x19xT>) -> tensor<3x21x19xT>
+  %s = tcp.constant {value = 0.25 : f64} : tensor<3x21x19xT>
+  %sc = tcp.mul %bm, %s : tensor<3x21x19xT>
+  func.return %o, %sc : tensor<33x29xT>, tensor<3x21x19xT>
+}""",
+    ),
+    Case(
+        "convolution",
+        ("conv2d", "conv2d", "pointwise"),
+        """func.func @forward(%x: tensor<2x5x11x9xT>, %w: tensor<7x5x3x3xT>, %bias: tensor<1x7x1x1xT>, %dw: tensor<5x1x3x3xT>, %s: tensor<5xT>, %o: tensor<5xT>, %mu: tensor<5xT>, %v: tensor<5xT>) -> (tensor<2x7x6x5xT>, tensor<2x5x7x8xT>, tensor<2x5x11x9xT>) {
+  %c = tcp.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x11x9xT>, tensor<7x5x3x3xT>) -> tensor<2x7x6x5xT>
+  %bb = tcp.broadcast %bias : tensor<1x7x1x1xT> to tensor<2x7x6x5xT>
+  %a = tcp.add %c, %bb : tensor<2x7x6x5xT>
+  %r = tcp.clamp %a {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x7x6x5xT>
+  %d = tcp.conv2d %x, %dw {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 1, 0>, dilation = array<i64: 2, 1>, groups = 5 : i64} : (tensor<2x5x11x9xT>, tensor<5x1x3x3xT>) -> tensor<2x5x7x8xT>
+  %v1 = tcp.abs %v : tensor<5xT>
+  %bn = tcp.batch_norm %x, %s, %o, %mu, %v1 {epsilon = 1.0e-05 : f64} : tensor<2x5x11x9xT>, tensor<5xT>
+  func.return %r, %d, %bn : tensor<2x7x6x5xT>, tensor<2x5x7x8xT>, tensor<2x5x11x9xT>
+}""",
+    ),
+]
+
+KIND_CASES = {kind for case in CASES for kind in case.kinds}

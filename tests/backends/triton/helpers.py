@@ -1,0 +1,58 @@
+"""Run a program whose ``tcp.isolated_group``s go through the Triton backend and
+whose other ops run by the reference rules, on any device (CPU under
+TRITON_INTERPRET=1, or CUDA). A stand-in for the real executor, for tests only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from xdsl.dialects import func
+
+from dnnc.backends.reference.rules import RULES
+from dnnc.backends.triton import compile_group
+from dnnc.ir import tcp
+from dnnc.ir.program import Program
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+
+
+class _Env:
+    """Reference rules in each value's own dtype (what a GPU executor does)."""
+
+    compute_dtype = None
+
+    def __init__(self, program: Program, device: torch.device):
+        self.device = device
+        self.params = {name: program.params[name].to(device) for name in (op.param_name for op in program.param_ops())}
+
+    def param(self, name: str) -> torch.Tensor:
+        return self.params[name]
+
+    def run_block(self, op: tcp.IsolatedGroupOp, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        raise AssertionError("groups run as Triton kernels here")
+
+
+def run_with_triton(
+    program: Program, inputs: Sequence[torch.Tensor], device: torch.device | str
+) -> tuple[list[torch.Tensor], int]:
+    """Outputs of ``program`` and the number of groups launched as Triton kernels."""
+    device = torch.device(device)
+    env = _Env(program, device)
+    block = program.entry.body.block
+    values = {a: x.to(device) for a, x in zip(block.args, inputs)}
+    launched = 0
+    for op in block.ops:
+        args = [values[v] for v in op.operands]
+        if isinstance(op, func.ReturnOp):
+            return args, launched
+        if isinstance(op, tcp.IsolatedGroupOp):
+            kernel = compile_group(op, device)
+            outs = [torch.empty(shape_of(r), dtype=torch_dtype(element_of(r)), device=device) for r in op.outputs]
+            kernel.launch([a.contiguous() for a in args], outs)
+            launched += 1
+        else:
+            result = RULES[type(op)](op, args, env)
+            outs = result if isinstance(result, list) else [result]
+            outs = [o.to(torch_dtype(element_of(r))) for o, r in zip(outs, op.results)]
+        values.update(zip(op.results, outs))
+    raise AssertionError("no func.return")

@@ -1,0 +1,35 @@
+"""Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed), and
+compiled kernels come back from the content-keyed cache while failures do not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dnnc.backends.triton.ops import KINDS
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["DNNC_CACHE_DIR"] = str(tmp_path)
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-own")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.backends.triton.compile_check", "90"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    if "skip" in result:
+        pytest.skip(result["skip"])
+    assert set(result["kinds"]) == set(KINDS)
+    assert all(magic == "7f454c46" for magic in result["kinds"].values()), "a cubin is an ELF file"
+    assert result["reloaded"], "every kernel loads from the cache without compiling"
+    assert result["failures"] == 2, "a failed compile is not cached"
+    assert any((tmp_path / "triton").rglob("*")), "compiled kernels are stored under the dnnc cache"

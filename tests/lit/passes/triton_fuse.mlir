@@ -1,0 +1,82 @@
+// RUN: %dnnc opt %s -p triton-fuse | %filecheck %s
+// RUN: %dnnc opt %s -p "triton-fuse{products=false}" | %filecheck %s --check-prefix=NOMM
+
+// The bias add, the activation and the residual add fuse into the matmul as its
+// epilogue; the layer_norm is a kernel of its own.
+// CHECK-LABEL: func.func @block
+// CHECK:         %[[W:.*]] = tcp.param @w
+// CHECK:         %[[B:.*]] = tcp.param @b
+// CHECK:         %[[S:.*]] = tcp.isolated_group(%x, %[[W]], %[[B]]) {backend = "triton", kind = "matmul"}
+// CHECK:           tcp.matmul
+// CHECK-NEXT:      tcp.broadcast
+// CHECK-NEXT:      tcp.add
+// CHECK-NEXT:      tcp.gelu
+// CHECK-NEXT:      tcp.add
+// CHECK-NEXT:      tcp.yield
+// CHECK:         %[[N:.*]] = tcp.isolated_group(%[[S]], {{.*}}) {backend = "triton", kind = "layer_norm"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.layer_norm
+// CHECK-NEXT:      tcp.yield
+// CHECK:         func.return %[[S]], %[[N]]
+
+// With products left out, the matmul stays at top level; its epilogue, the residual
+// sum and the layer_norm are one row kernel that stores both the sum and the norm.
+// NOMM-LABEL: func.func @block
+// NOMM:         %[[MM:.*]] = tcp.matmul %x
+// NOMM:         %[[S:.*]], %[[N:.*]] = tcp.isolated_group({{.*}}%[[MM]]{{.*}}) {backend = "triton", kind = "layer_norm"}
+// NOMM-NOT:       tcp.matmul
+// NOMM:           tcp.gelu
+// NOMM-NEXT:      tcp.add
+// NOMM-NEXT:      tcp.layer_norm
+// NOMM:         func.return %[[S]], %[[N]]
+func.func @block(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %w = tcp.param @w : tensor<16x16xf32>
+  %mm = tcp.matmul %x, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %b = tcp.param @b : tensor<1x16xf32>
+  %bb = tcp.broadcast %b : tensor<1x16xf32> to tensor<8x16xf32>
+  %a = tcp.add %mm, %bb : tensor<8x16xf32>
+  %g = tcp.gelu %a {approximate = "tanh"} : tensor<8x16xf32>
+  %s = tcp.add %x, %g : tensor<8x16xf32>
+  %lw = tcp.param @lw : tensor<16xf32>
+  %lb = tcp.param @lb : tensor<16xf32>
+  %n = tcp.layer_norm %s, %lw, %lb {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<8x16xf32>, tensor<16xf32>
+  func.return %s, %n : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// A value of the reduction input's shape is stored on the way (one kernel, two
+// outputs); a splat constant is cloned into the group.
+// CHECK-LABEL: func.func @reduce_with_prologue_output
+// CHECK:         %[[R:.*]], %[[S:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "reduce"}
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: tensor<4x6xf16>):
+// CHECK-NEXT:      %[[C:.*]] = tcp.constant
+// CHECK-NEXT:      tcp.mul %[[A]], %[[C]]
+// CHECK-NEXT:      tcp.reshape
+// CHECK-NEXT:      tcp.reduce_sum
+// CHECK-NEXT:      tcp.yield
+// CHECK-NOT:     tcp.constant
+// CHECK:         func.return %[[R]], %[[S]]
+func.func @reduce_with_prologue_output(%x: tensor<4x6xf16>) -> (tensor<24xf16>, tensor<f16>) {
+  %c = tcp.constant {value = 2.0 : f64} : tensor<4x6xf16>
+  %m = tcp.mul %x, %c : tensor<4x6xf16>
+  %r = tcp.reshape %m : tensor<4x6xf16> to tensor<24xf16>
+  %s = tcp.reduce_sum %r {axes = array<i64: 0>, keepdim = false} : tensor<24xf16> -> tensor<f16>
+  func.return %r, %s : tensor<24xf16>, tensor<f16>
+}
+
+// Outputs of different element counts are two kernels (the second reads the
+// first's output through the slice); a lone reshape is a view, not a kernel.
+// CHECK-LABEL: func.func @split
+// CHECK:         %[[E:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "pointwise"}
+// CHECK:           tcp.exp
+// CHECK:         %[[N:.*]] = tcp.isolated_group(%[[E]]) {backend = "triton", kind = "pointwise"}
+// CHECK:           tcp.slice
+// CHECK-NEXT:      tcp.neg
+// CHECK:         %[[V:.*]] = tcp.reshape %x
+// CHECK:         func.return %[[E]], %[[N]], %[[V]]
+func.func @split(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x6xf32>, tensor<24xf32>) {
+  %e = tcp.exp %x : tensor<4x6xf32>
+  %t = tcp.slice %e {starts = array<i64: 1, 0>, limits = array<i64: 3, 6>, strides = array<i64: 1, 1>} : tensor<4x6xf32> -> tensor<2x6xf32>
+  %n = tcp.neg %t : tensor<2x6xf32>
+  %v = tcp.reshape %x : tensor<4x6xf32> to tensor<24xf32>
+  func.return %e, %n, %v : tensor<4x6xf32>, tensor<2x6xf32>, tensor<24xf32>
+}
