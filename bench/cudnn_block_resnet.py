@@ -29,22 +29,31 @@ from dnnc.numerics import GPU_TOLERANCE, relative_error
 
 
 class Block(nn.Module):
-    """The documents' block: conv 3x3 64->64, bias, relu."""
+    """The documents' block: conv 3x3 64->64, bias, relu. ``channels_last``: the
+    tensors it takes and returns are NHWC (as in the documents' measurement), so a
+    compiler that keeps NHWC needs no layout change at the boundary."""
 
-    def __init__(self) -> None:
+    def __init__(self, channels_last: bool = False) -> None:
         super().__init__()
         self.conv = nn.Conv2d(64, 64, 3, padding=1)
+        self.channels_last = channels_last
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.channels_last:
+            return torch.relu(self.conv(x.permute(0, 3, 1, 2))).permute(0, 2, 3, 1)
         return torch.relu(self.conv(x))
 
 
-def block(batch: int) -> tuple[nn.Module, torch.Tensor, dict[str, float]]:
+def block(batch: int, channels_last: bool = False) -> tuple[nn.Module, torch.Tensor, dict[str, float]]:
     torch.manual_seed(0)
-    x = torch.randn(batch, 64, 56, 56)
+    x = torch.randn(batch, 56, 56, 64) if channels_last else torch.randn(batch, 64, 56, 56)
     flops = 2 * batch * 64 * 64 * 9 * 56 * 56
     min_bytes = 2 * (2 * batch * 64 * 56 * 56 + 64 * 64 * 9)
-    return Block().eval(), x, {"flops": flops, "min_bytes": min_bytes}
+    return Block(channels_last).eval(), x, {"flops": flops, "min_bytes": min_bytes}
+
+
+def block_nhwc(batch: int) -> tuple[nn.Module, torch.Tensor, dict[str, float]]:
+    return block(batch, channels_last=True)
 
 
 def resnet(batch: int) -> tuple[nn.Module, torch.Tensor, dict[str, float]]:
@@ -86,6 +95,14 @@ def run_workload(name: str, model: nn.Module, x: torch.Tensor, work: dict[str, f
 
     with torch.no_grad():
         record("eager", lambda: model(xh), model(xh))
+        if x.dim() == 4 and not getattr(model, "channels_last", False):
+            cl_model = model.to(memory_format=torch.channels_last)
+            xcl = xh.to(memory_format=torch.channels_last)
+            record("eager channels_last", lambda: cl_model(xcl), cl_model(xcl))
+            replay, out = in_cuda_graph(lambda: cl_model(xcl))
+            replay()
+            record("eager channels_last + cuda graph", replay, out)
+            model = model.to(memory_format=torch.contiguous_format)
         replay, out = in_cuda_graph(lambda: model(xh))
         replay()
         record("eager + cuda graph", replay, out)
@@ -112,6 +129,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     wanted = args.workloads.split(",")
     jobs = [(f"block b{b}", block, b) for b in (1, 32) if "block" in wanted]
+    jobs += [(f"block-nhwc b{b}", block_nhwc, b) for b in (1, 32) if "block" in wanted]
     jobs += [(f"resnet50 b{b}", resnet, int(b)) for b in args.batches.split(",") if "resnet50" in wanted]
     env = environment()
     for name, factory, batch in jobs:

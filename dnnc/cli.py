@@ -101,7 +101,14 @@ def _print_summary(compiled: Any, output: Path) -> None:
     )
     console.print(f"signature: {signature}")
     console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
-    console.print(f"backend: CPU reference ({compiled.device})")
+    if compiled.device == "cuda":
+        summary = compiled._executor.summary()
+        steps = ", ".join(f"{n} {b}" for b, n in sorted(summary["steps"].items()))
+        console.print(f"backend: GPU ({steps}; torch.cuda {torch.cuda.get_device_name()})")
+        for f in summary["fallbacks"]:
+            console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
+    else:
+        console.print(f"backend: CPU reference ({compiled.device})")
     console.print(f"wrote {output} and {params_path_for(output)}")
 
 
@@ -118,18 +125,20 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
     every output must match by ``dnnc.numerics``' rules and tolerances."""
     import torch.utils._pytree as pytree
 
-    from dnnc.numerics import TOLERANCE, mismatch, relative_error
+    from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
 
     g = torch.Generator().manual_seed(int(time.time()))
     fresh = tuple(_random_like(x, g) if isinstance(x, torch.Tensor) else x for x in example)
     with torch.no_grad():
         expected = pytree.tree_leaves(module(*fresh))
-    got = pytree.tree_leaves(compiled(*fresh))
-    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e)) is not None]
+    on_device = tuple(x.to(compiled.device) if isinstance(x, torch.Tensor) else x for x in fresh)
+    got = [t.cpu() for t in pytree.tree_leaves(compiled(*on_device))]
+    table = GPU_TOLERANCE if compiled.device == "cuda" else TOLERANCE  # float32 may run as TF32 on the GPU
+    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e, tolerances=table)) is not None]
     worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
     verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
     shown = (torch.float32, torch.float16, torch.bfloat16)
-    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {TOLERANCE[d]:g}" for d in shown)
+    tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {table[d]:g}" for d in shown)
     console.print(
         f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
     )

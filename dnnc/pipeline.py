@@ -29,9 +29,10 @@ from dnnc.ir.program import Program
 from dnnc.passes import ParamPass, parse_passes
 
 CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
-CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params,dce,lower-cudnn"
-"""Outline cuDNN graphs, make convolutions channels-last (weights transposed once,
-here), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
+CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
+"""Outline cuDNN graphs, make convolutions channels-last (weights transposed, and
+channel-padded where tensor cores need it, once, here: hence the growth allowed
+to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
 
 STAGES: dict[str, str] = {"canonical": CANONICALIZE, "gpu-cudnn": CUDNN_STAGE, "gpu-triton": "triton-fuse,dce"}
 

@@ -113,6 +113,8 @@ class GpuExecutor:
         if isinstance(op, tcp.IsolatedGroupOp) and _attr(op, GROUP_BACKEND_ATTR) == "triton":
             kernel = self._triton_kernel(op)
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
+        if isinstance(op, tcp.ReshapeOp):
+            return Step(op, "view")  # a row-major reshape moves no data
         return Step(op, "torch")
 
     def _cudnn_kernel(self, op: cudnn.GraphOp, built: dict[str, GroupKernel]) -> GroupKernel | None:
@@ -168,7 +170,13 @@ class GpuExecutor:
         """How many top-level ops each backend runs, and which ops are stopgap torch ops."""
         by_backend = Counter(s.backend for s in self.steps)
         stopgap = Counter(_attr(s.op, GROUP_KIND_ATTR) or s.op.name for s in self.steps if s.backend == "torch")
-        return {"steps": dict(by_backend), "torch_ops": dict(stopgap), "fallbacks": [f.__dict__ for f in self.fallbacks]}
+        tuned = [getattr(s.kernel, "plan", None) for s in self.steps if s.backend == "cudnn"]
+        return {
+            "steps": dict(by_backend),
+            "torch_ops": dict(stopgap),
+            "fallbacks": [f.__dict__ for f in self.fallbacks],
+            "cudnn_tuned_ms_total": sum(p.ms for p in tuned if p is not None and p.ms is not None),
+        }
 
     def announce(self) -> None:
         s = self.summary()

@@ -9,6 +9,10 @@ groups (activations stay NHWC across conv chains), ``fold-params`` turns the
 transposed weights into new KRSC parameters once at compile time, and
 ``lower-cudnn`` reads the transposes at the group boundary as descriptor strides.
 A transpose survives only where a non-cuDNN op needs NCHW.
+
+fp16/bf16 tensor cores want channel counts that are multiples of 8: a conv whose
+input has fewer (the RGB stem) gets its NHWC input zero-padded in C and its weight
+padded to match (folded at compile time); zeros add nothing to the sums.
 """
 
 from __future__ import annotations
@@ -17,15 +21,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, bf16, f16
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.ir import tcp
-from dnnc.ir.attrs import i64_array
-from dnnc.ir.types import shape_of
+from dnnc.ir.attrs import float_attr, i64_array, scalar
+from dnnc.ir.types import element_of, shape_of
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
@@ -68,7 +72,38 @@ def channels_last(group: tcp.IsolatedGroupOp, made: dict[tuple[SSAValue, tuple[i
     for index, arg in enumerate(list(block.args)):
         if arg is conv.input or arg is conv.weight or shape_of(arg) == out_shape:
             _arg_to_nhwc(group, block, index, made)
+    _pad_input_channels(group, block, conv)
     return _results_to_nhwc(group)
+
+
+CHANNEL_MULTIPLE = 8
+
+
+def _pad_input_channels(group: tcp.IsolatedGroupOp, block: Block, conv: tcp.Conv2dOp) -> None:
+    channels = shape_of(conv.input)[1]
+    if element_of(conv.input) not in (bf16, f16) or int(scalar(conv.groups)) != 1 or channels % CHANNEL_MULTIPLE == 0:
+        return
+    pad = -channels % CHANNEL_MULTIPLE
+    for operand in (conv.input, conv.weight):
+        back = operand.owner  # the transpose from the NHWC/KRSC block argument
+        if not isinstance(back, tcp.TransposeOp) or back.input not in block.args:
+            return
+    for operand in (conv.input, conv.weight):
+        back = operand.owner
+        assert isinstance(back, tcp.TransposeOp)
+        index = block.args.index(back.input)
+        padded = tcp.PadOp.make(
+            [group.operands[index]], {"low": i64_array([0, 0, 0, 0]), "high": i64_array([0, 0, 0, pad]), "value": float_attr(0.0)}
+        )
+        Rewriter.insert_op(padded, InsertPoint.before(group))
+        group.operands[index] = padded.result
+        old = block.args[index]
+        new = block.insert_arg(padded.result.type, index)
+        new.name_hint = old.name_hint
+        widened = transpose(new, TO_NCHW)
+        Rewriter.replace_op(back, widened)
+        block.erase_arg(old)
+    # the conv's result type does not change: padded channels meet zero weights
 
 
 def _arg_to_nhwc(

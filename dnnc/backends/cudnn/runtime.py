@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from dnnc.errors import BackendUnavailable, DnncError
 from dnnc.ir import cudnn as dialect
 from dnnc.ir.attrs import ints, scalar, str_attr
 from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.runtime.timing import device_time_ms
 from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.cudnn")
@@ -197,6 +197,8 @@ class CudnnGraphKernel:
         self.extra = tuple(t for _, t in extra)
         self.workspace = workspace
         self.plan = plan
+        self.rebuilt = False
+        """True when the plan came from its record (cache) rather than from timing."""
         self._cudnn = load_frontend()
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
@@ -231,21 +233,6 @@ def _random_buffers(op: dialect.GraphOp, device: torch.device) -> tuple[list[tor
     ]
     outs = [torch.empty(shape_of(r.type), device=device, dtype=torch_dtype(element_of(r))) for r in op.outputs]
     return ins, outs
-
-
-def _time(fn: Any, repeats: int = 10) -> float:
-    """Median ms of ``fn`` over ``repeats`` runs, each timed with CUDA events."""
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def build_kernel(op: dialect.GraphOp, device: torch.device) -> CudnnGraphKernel:
@@ -296,7 +283,7 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
         for i in range(min(count, MAX_TIMED_PLANS)):
             try:
                 ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
-                ms = _time(lambda i=i, ws=ws: g.execute_plan_at_index(pack, ws, index=i, handle=handle, tensor_uids=uids))
+                ms = device_time_ms(lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids))
             except Exception as e:  # a plan that fails to run is skipped, not fatal
                 log.debug("cudnn: plan %d failed: %s", i, e)
                 continue
@@ -313,6 +300,11 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
     return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
 
 
+def _execute_plan(cudnn: Any, g: Any, handle: Any, pack: tuple, ws: torch.Tensor, index: int, uids: tuple) -> None:
+    cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)  # the capture stream when timing
+    g.execute_plan_at_index(pack, ws, index=index, handle=handle, tensor_uids=uids)
+
+
 def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
     """The recorded engine and knobs, appended as the only plan: no heuristics, no timing."""
     cudnn = load_frontend()
@@ -324,7 +316,9 @@ def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: Pla
     g.build_plans()
     ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device=device)
     op.plan = str_attr(record.to_json())
-    return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+    kernel = CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+    kernel.rebuilt = True
+    return kernel
 
 
 def _knob_name(k: Any) -> str:

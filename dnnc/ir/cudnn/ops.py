@@ -90,6 +90,21 @@ def span(dims: Sequence[int], strides: Sequence[int]) -> int:
     return 1 + sum((d - 1) * s for d, s in zip(dims, strides))
 
 
+def fills(dims: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the strides lay the dims out one to one over ``[0, numel)``: a permutation
+    of a row-major layout (the stride of a size-1 dim does not matter). A span equal to
+    the element count is not enough: ``[2, 2, 2]`` with strides ``[1, 1, 5]`` spans 8
+    elements but writes two of them twice and two never."""
+    if any(d == 0 for d in dims):
+        return True  # nothing to write
+    step = 1
+    for s, d in sorted((int(s), int(d)) for d, s in zip(dims, strides) if d != 1):
+        if s != step:
+            return False
+        step *= d
+    return True
+
+
 def broadcast_dims(op: str, shapes: Sequence[Sequence[int]]) -> list[int]:
     """cuDNN broadcasting: equal ranks, each dim equal or 1."""
     rank = len(shapes[0])
@@ -164,7 +179,7 @@ class GraphOp(CudnnOp):
             if vt.element_type != rt.element_type:
                 raise fail(self.name, f"output {i}: returned {describe(vt)} but the result is {describe(rt)}")
             dims = vt.get_shape()
-            if len(s) != len(dims) or numel(dims) != numel(rt) or span(dims, s) != numel(rt):
+            if len(s) != len(dims) or numel(dims) != numel(rt) or not fills(dims, s):
                 raise fail(self.name, f"output {i}: strides {list(s)} of {list(dims)} do not fill the result {describe(rt)}")
 
 

@@ -171,14 +171,42 @@ def test_cuda_graph_capture(rng: torch.Generator) -> None:
 
 
 def test_resnet50_fp16_matches_eager() -> None:
+    """Every convolution in a cuDNN graph; the result as close to float64 as
+    PyTorch's own fp16 eager run is (within a factor of 2)."""
     from dnnc.models import resnet50
+    from tests.runtime.test_gpu_models import assert_as_close_as_eager
 
     model, (x,) = resnet50(batch=8)
-    model = model.cuda().half()
-    x = x.cuda().half()
-    compiled = dnnc.compile(model, [x], device="cuda")
+    model = model.half()
+    x = x.half()
+    with torch.no_grad():
+        expected = model.double()(x.double())
+        model = model.half().cuda()
+        eager = model(x.cuda()).cpu()
+    compiled = dnnc.compile(model, [x.cuda()], device="cuda")
     summary = compiled._executor.summary()  # type: ignore[union-attr]
     assert summary["steps"]["cudnn"] >= 50 and not summary["fallbacks"], summary
-    with torch.no_grad():
-        eager32 = model.float()(x.float())
-    assert_matches(compiled(x), eager32.half(), torch.float16, gpu=True)
+    assert_as_close_as_eager(compiled(x.cuda()), eager, expected, torch.float16)
+
+
+def test_plan_rebuilt_from_record_without_timing(tmp_path, rng: torch.Generator) -> None:
+    """The second build of the same graph takes the recorded engine and knobs from
+    the plan cache (no timing) and computes the same result; the op carries the record."""
+    import json
+
+    from dnnc import knobs
+    from dnnc.backends.cudnn.runtime import build_kernel
+    from dnnc.ir import cudnn as dialect
+
+    model = ConvEpilogue(32, 32, "relu", False, kernel_size=3, padding=1).eval().cuda().half()
+    x = torch.randn(2, 32, 16, 16, generator=rng).cuda().half()
+    with knobs.override(cache_dir=tmp_path, autotune=True):
+        compiled = dnnc.compile(model, [x], device="cuda")
+        graph = next(op for op in compiled.program.entry.body.walk() if isinstance(op, dialect.GraphOp))
+        record = json.loads(graph.plan.data)
+        assert {"engine", "knobs"} <= set(record)
+        first = build_kernel(graph, torch.device("cuda"))
+        second = build_kernel(graph, torch.device("cuda"))
+    assert first.rebuilt and second.rebuilt, "the tuned plan should have been cached by the compile"
+    assert second.plan.engine == record["engine"] and second.plan.knobs == record["knobs"]
+    assert_matches(compiled(x), _reference(model, [x]).half(), torch.float16, gpu=True)

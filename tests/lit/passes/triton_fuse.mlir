@@ -80,3 +80,49 @@ func.func @split(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<2x6xf32>, tens
   %v = tcp.reshape %x : tensor<4x6xf32> to tensor<24xf32>
   func.return %e, %n, %v : tensor<4x6xf32>, tensor<2x6xf32>, tensor<24xf32>
 }
+
+// Around channels-last convolutions: the stem's transpose and channel pad are one
+// tiled `transpose` kernel; transpose -> max_pool2d -> transpose is one pool kernel
+// over its NHWC output (NHWC -> NHWC); the NHWC global mean is one reduce kernel.
+// CHECK-LABEL: func.func @channels_last
+// CHECK:         %[[S:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "transpose"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:      tcp.pad
+// CHECK-NEXT:      tcp.yield
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%r) {backend = "triton", kind = "pool"} : (tensor<2x12x12x16xf16>) -> tensor<2x6x6x16xf16>
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.max_pool2d
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:      tcp.yield
+// CHECK:         %[[M:.*]] = tcp.isolated_group(%f) {backend = "triton", kind = "reduce"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose
+// CHECK-NEXT:      tcp.reduce_mean
+// CHECK-NEXT:      tcp.yield
+// CHECK-NOT:     tcp.isolated_group
+// CHECK:         func.return %[[S]], %[[P]], %[[M]]
+func.func @channels_last(%x: tensor<2x3x12x12xf16>, %r: tensor<2x12x12x16xf16>, %f: tensor<2x3x3x32xf16>) -> (tensor<2x12x12x8xf16>, tensor<2x6x6x16xf16>, tensor<2x32x1x1xf16>) {
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x3x12x12xf16> -> tensor<2x12x12x3xf16>
+  %stem = tcp.pad %xt {low = array<i64: 0, 0, 0, 0>, high = array<i64: 0, 0, 0, 5>, value = 0.0 : f64} : tensor<2x12x12x3xf16> -> tensor<2x12x12x8xf16>
+  %rt = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x12x12x16xf16> -> tensor<2x16x12x12xf16>
+  %m = tcp.max_pool2d %rt {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<2x16x12x12xf16> -> tensor<2x16x6x6xf16>
+  %pool = tcp.transpose %m {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x6x6xf16> -> tensor<2x6x6x16xf16>
+  %ft = tcp.transpose %f {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x3x3x32xf16> -> tensor<2x32x3x3xf16>
+  %mean = tcp.reduce_mean %ft {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x32x3x3xf16> -> tensor<2x32x1x1xf16>
+  func.return %stem, %pool, %mean : tensor<2x12x12x8xf16>, tensor<2x6x6x16xf16>, tensor<2x32x1x1xf16>
+}
+
+// A pooled value that is also returned in its own layout stays the pool kernel's
+// only output; its transpose reads it in a kernel of its own.
+// CHECK-LABEL: func.func @pool_used_twice
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%r) {backend = "triton", kind = "pool"} : (tensor<2x24x24x16xf16>) -> tensor<2x16x12x12xf16>
+// CHECK:         %[[T:.*]] = tcp.isolated_group(%[[P]]) {backend = "triton", kind = "transpose"}
+// CHECK:         func.return %[[P]], %[[T]]
+func.func @pool_used_twice(%r: tensor<2x24x24x16xf16>) -> (tensor<2x16x12x12xf16>, tensor<2x12x12x16xf16>) {
+  %rt = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x24x24x16xf16> -> tensor<2x16x24x24xf16>
+  %m = tcp.max_pool2d %rt {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<2x16x24x24xf16> -> tensor<2x16x12x12xf16>
+  %pool = tcp.transpose %m {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x12x12xf16> -> tensor<2x12x12x16xf16>
+  func.return %m, %pool : tensor<2x16x12x12xf16>, tensor<2x12x12x16xf16>
+}

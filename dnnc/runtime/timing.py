@@ -1,0 +1,59 @@
+"""How backends time candidates (cuDNN plans, Triton configs) on the GPU.
+
+A single launch from Python can take longer on the CPU than the kernel takes on
+the GPU; timing one call between two events then measures the launch, and every
+candidate looks the same. So the calls are captured in a CUDA graph and the
+replay is timed: the events see only GPU work. Candidates that cannot be
+captured are timed the plain way (launch overhead included), which is still a
+fair comparison between them for large problems.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+
+def device_time_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5) -> float:
+    """Median GPU milliseconds of one ``fn()`` call."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(stream):
+            fn()  # loads modules and sets up state outside the capture
+        stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(calls_per_graph):
+                fn()
+    except Exception:
+        torch.cuda.synchronize()
+        return _plain_ms(fn, repeats)
+    graph.replay()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls_per_graph)
+    return statistics.median(times)
+
+
+def _plain_ms(fn: Callable[[], Any], repeats: int) -> float:
+    import torch
+
+    fn()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
