@@ -1,6 +1,6 @@
 """Markdown tables for BENCHMARKS.md from the JSON the GPU benchmarks write.
 
-    python bench/render.py bench/results/cudnn-....json [bench/results/triton-bandwidth-....json]
+python bench/render.py bench/results/cudnn-....json [bench/results/triton-bandwidth-....json]
 """
 
 from __future__ import annotations

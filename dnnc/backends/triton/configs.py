@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from dnnc.backends.triton.kernels import GroupInfo, row_axes
+from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import numel, shape_of
@@ -34,13 +35,30 @@ def _unique(configs: list[Config]) -> list[Config]:
     return out
 
 
-def pointwise(n: int, pool: bool = False) -> list[Config]:
+def pointwise(n: int, pool: bool = False, channels_last: bool = False) -> list[Config]:
+    """``BLOCK`` consecutive outputs per program. A pooling window read along W (NCHW)
+    is strided, so pools take few elements per thread; channels-last pools read
+    along C and take 8 (16-byte accesses in float16)."""
     cap = pow2(n)
-    if pool:
+    if pool and channels_last:
+        sizes = [(1024, 4), (512, 4), (256, 4), (2048, 8)]
+    elif pool:
         sizes = [(256, 4), (128, 4), (512, 8)]
     else:
         sizes = [(1024, 4), (2048, 8), (4096, 8), (512, 4)]
     return _unique([{"BLOCK": max(16, min(b, cap)), "num_warps": w} for b, w in sizes])
+
+
+def tiles(m: int, n: int, pool: bool = False) -> list[Config]:
+    """``BLOCK_M x BLOCK_N`` tiles over the load axis (``m`` long) and the store axis
+    (``n``); a short store axis gives its share of the tile to the load axis."""
+    shapes = [(32, 32, 4), (64, 32, 4), (64, 64, 8)] if pool else [(64, 64, 4), (32, 32, 4), (128, 64, 8), (64, 128, 8)]
+    configs = []
+    for bm, bn, warps in shapes:
+        block_n = min(bn, pow2(n))
+        block_m = min(pow2(m), bm * bn // block_n)
+        configs.append({"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": max(1, min(warps, block_m * block_n // 256))})
+    return _unique(configs)
 
 
 def rows(n_rows: int, r: int) -> list[Config]:
@@ -72,8 +90,14 @@ def product(m: int, n: int, k: int) -> list[Config]:
 
 def candidates(info: GroupInfo) -> list[Config]:
     op = info.anchor
-    if info.kind in ("pointwise", "pool"):
-        return pointwise(numel(info.outputs[0]), pool=info.kind == "pool")
+    if info.kind in ("pointwise", "transpose", "pool"):
+        axes = tile_axes(info.outputs, info.inside)
+        if axes is not None:
+            shape = shape_of(info.outputs[0])
+            return tiles(shape[axes[0]], shape[axes[1]], pool=info.kind == "pool")
+        if op is None:
+            return pointwise(numel(info.outputs[0]))
+        return pointwise(numel(info.outputs[0]), pool=True, channels_last=load_axis(op.operands[0], info.inside) == 1)
     assert op is not None
     if info.kind in ("reduce", "softmax", "layer_norm"):
         shape = shape_of(op.operands[0])

@@ -177,6 +177,11 @@ class Emitter:
     def load(self, v: SSAValue, ix: Index, mask: str) -> str:
         off = self.flat(ix)
         off = f"tl.full({self.tile}, {off}, tl.int32)" if is_constant(off) else f"tl.broadcast_to({off}, {self.tile})"
+        if self.interpret:
+            # The interpreter stores a scalar int1 combined with a tile of them (a pad or a
+            # pool window test on a tiled kernel's per-program axis) as int32, which its
+            # tl.load rejects as a mask.
+            mask = f"{mask} != 0"
         expr = f"tl.load({self.pointers[v]} + {off}, mask={mask}, other=0)"
         if is_float(element_of(v)):
             expr += ".to(tl.float32)"

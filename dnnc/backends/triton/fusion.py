@@ -7,10 +7,15 @@ absorbs the groups of its operands' producers when the union is still one kernel
 
 * at most one anchor (reduction, softmax, layer_norm, pooling, matmul, conv2d);
 * after the anchor only elementwise ops (the epilogue runs on the anchor's result in
-  registers, at the positions it was computed at);
+  registers, at the positions it was computed at); after a pooling anchor also layout
+  ops (``LAYOUT_OPS``: transpose, reshape, slice, pad), since a pooled element is
+  computed at whatever position is stored: ``transpose -> max_pool2d -> transpose``
+  around a channels-last tensor is one NHWC -> NHWC kernel;
 * outputs a kernel can store: a pointwise group's outputs have one element count; an
   anchored group's outputs are the anchor's result shape, or (row kernels only) the
-  anchor input's shape (a residual sum stored on the way into a layer_norm);
+  anchor input's shape (a residual sum stored on the way into a layer_norm); a pooling
+  group with layout ops after the anchor has outputs of one shape, all computed from
+  the anchor;
 * no cycle through an op outside the group.
 
 Only tcp ops directly in a function body are considered: ops already in an
@@ -37,6 +42,8 @@ from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.backends.triton.ops import (
     ELEMENTWISE,
     INDEX_OPS,
+    LAYOUT_OPS,
+    POOL_ANCHORS,
     PRODUCT_ANCHORS,
     ROW_ANCHORS,
     is_anchor,
@@ -131,8 +138,11 @@ class _Fuser:
             return len({numel(r) for r in outputs}) <= 1
         anchor = anchors[0]
         after = self._after(anchor, ops)
-        if any(not isinstance(op, ELEMENTWISE) for op in after):
+        follow = (*ELEMENTWISE, *LAYOUT_OPS) if isinstance(anchor, POOL_ANCHORS) else ELEMENTWISE
+        if any(not isinstance(op, follow) for op in after):
             return False
+        if any(isinstance(op, LAYOUT_OPS) for op in after):
+            return len({shape_of(r) for r in outputs}) == 1 and all(r.owner is anchor or r.owner in after for r in outputs)
         result_shape = shape_of(anchor.results[0])
         input_shape = shape_of(anchor.operands[0])
         for r in outputs:
@@ -198,7 +208,7 @@ def _build_group(ops: list[Operation], block: Block) -> tuple[tcp.IsolatedGroupO
     body.add_op(tcp.YieldOp([mapping[r] for r in outputs]))
     group = tcp.IsolatedGroupOp(captures, [r.type for r in outputs], body)
     group.attributes[GROUP_BACKEND_ATTR] = StringAttr("triton")
-    group.attributes[GROUP_KIND_ATTR] = StringAttr(kind_of(ops))
+    group.attributes[GROUP_KIND_ATTR] = StringAttr(kind_of(ops, outputs))
     return group, outputs
 
 

@@ -6,10 +6,21 @@ positions the skeleton asks for, so prologues (ops before the anchor) and
 epilogues (elementwise ops after it) fuse by construction:
 
 * ``pointwise`` / ``pool``: a program owns ``BLOCK`` consecutive elements of the
-  outputs (all outputs have one element count); pooling is a loop over the window
-  inside the element's expression.
+  outputs (all outputs have one element count), so stores are coalesced, and so are
+  loads of inputs laid out like the output (a pool between two transposes that make
+  it NHWC -> NHWC runs over its NHWC output, reading along C); pooling is a loop over
+  the window inside the element's expression.
+* ``transpose`` (no anchor), and ``pool`` whose main input is contiguous along
+  another axis than its output (``layout.tile_axes``): a program owns a ``BLOCK_M x
+  BLOCK_N`` tile of the output, rows along the axis the input is contiguous along
+  and columns along the output's innermost axis, and one program per position of
+  the other axes. Loads are then contiguous along the rows and stores along the
+  columns; Triton gives each its own coalesced layout and transposes the tile
+  through shared memory in between.
 * ``reduce`` / ``softmax`` / ``layer_norm``: a program owns ``BLOCK_M`` rows; the
-  reduced dimensions (any set of axes) are its columns. If a row fits in
+  reduced dimensions (any set of axes) are its columns. When the input is contiguous
+  along a row axis instead (a mean over H, W of an NHWC tensor), positions are
+  written per dimension so Triton sees loads contiguous along the rows. If a row fits in
   ``BLOCK_R`` it is held in registers and read once; otherwise each pass loops over
   the row in ``BLOCK_R`` chunks (softmax and layer_norm then read it 3 times).
   Outputs are the anchor's result and elementwise ops of it, or values of the
@@ -42,7 +53,8 @@ from dnnc.backends.triton.emitter import (
     storage_type,
     yielded,
 )
-from dnnc.backends.triton.ops import INDEX_OPS, KIND_OF_ANCHOR, is_anchor
+from dnnc.backends.triton.layout import load_axis, tile_axes
+from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.text import print_ir
@@ -85,8 +97,12 @@ class GroupInfo:
             names = ", ".join(op.name for op in anchors)
             raise CodegenError(f"a Triton group holds at most one reduction, normalization, pooling or product; got {names}")
         anchor = anchors[0] if anchors else None
-        kind = KIND_OF_ANCHOR[type(anchor)] if anchor else "pointwise"
-        return cls(group, ops, anchor, yielded(block), kind)
+        outputs = yielded(block)
+        return cls(group, ops, anchor, outputs, kind_of(ops, outputs))
+
+    def inside(self, op: Operation) -> bool:
+        """Whether ``op`` is computed in the kernel (else its result is read from memory)."""
+        return op.parent_block() is self.group.body.block
 
     def depends_on_anchor(self, v: SSAValue) -> bool:
         if self.anchor is None:
@@ -152,12 +168,13 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     if len(sizes) != 1:
         shown = ", ".join(describe(y.type) for y in info.outputs)
         raise CodegenError(f"a {info.kind} Triton group needs outputs of one element count, got {shown}")
-    if info.anchor is not None:
-        for y in info.outputs:
-            if shape_of(y) != shape_of(info.anchor.results[0]):
-                raise CodegenError(
-                    f"{info.anchor.name}: every output of its group must have its result shape, got {describe(y.type)}"
-                )
+    one_shape = len({shape_of(y) for y in info.outputs}) == 1
+    if info.anchor is not None and not (one_shape and all(info.depends_on_anchor(y) for y in info.outputs)):
+        shown = ", ".join(describe(y.type) for y in info.outputs)
+        raise CodegenError(f"{info.anchor.name}: the outputs of its group must be computed from it, in one shape; got {shown}")
+    axes = tile_axes(info.outputs, info.inside)
+    if axes is not None:
+        return _tiled(info, axes, config, interpret)
     (n,) = sizes
     em = Emitter(pointers, interpret)
     em.tile = "(BLOCK,)"
@@ -170,6 +187,44 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     block = config["BLOCK"]
     name, text = _assemble(info, em, signature, {"BLOCK": block})
     return KernelSource(info.kind, name, text, signature, (math.ceil(n / block), 1, 1), _options(config))
+
+
+def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], interpret: bool) -> KernelSource:
+    """2-D tiles over the load axis (rows) and the store axis (columns) of the outputs."""
+    load, store = axes
+    pointers, signature, outs = _pointer_names(info)
+    shape = shape_of(info.outputs[0])
+    block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
+    tiles_m, tiles_n = math.ceil(shape[load] / block_m), math.ceil(shape[store] / block_n)
+    outer_shape = tuple(d for i, d in enumerate(shape) if i not in axes)
+    programs = tiles_m * tiles_n * math.prod(outer_shape)
+    em = Emitter(pointers, interpret)
+    em.tile = "(BLOCK_M, BLOCK_N)"
+    em.comment(f"rows: axis {load} (the input is contiguous along it), columns: axis {store} (the output is)")
+    em.line(f"pid = tl.program_id(0){_index_type(numel(info.outputs[0]))}")
+    # Programs in row-major order over (other axes, tile_m, tile_n).
+    start_m = start_n = ""
+    if tiles_n > 1:
+        em.line(f"tile_n = pid % {tiles_n}")
+        start_n = "tile_n * BLOCK_N + "
+    if tiles_m > 1:
+        em.line(f"tile_m = (pid // {tiles_n}) % {tiles_m}" if tiles_n > 1 else f"tile_m = pid % {tiles_m}")
+        start_m = "tile_m * BLOCK_M + "
+    if math.prod(outer_shape) == 1:
+        outer = iter(["0"] * len(outer_shape))
+    else:
+        rest = "pid" if tiles_m * tiles_n == 1 else em.let(f"pid // {tiles_m * tiles_n}", "outer")
+        outer = iter(em.dims(Index(outer_shape, flat=rest)))
+    em.line(f"rm = {start_m}tl.arange(0, BLOCK_M)[:, None]")
+    em.line(f"rn = {start_n}tl.arange(0, BLOCK_N)[None, :]")
+    em.line(f"mask = (rm < {shape[load]}) & (rn < {shape[store]})")
+    ix = Index(shape, dims=tuple("rm" if i == load else "rn" if i == store else next(outer) for i in range(len(shape))))
+    offset = em.let(f"tl.broadcast_to({em.flat(ix)}, (BLOCK_M, BLOCK_N))", "offs")
+    for y, out in zip(info.outputs, outs):
+        v = em.value(y, ix, "mask")
+        _store(em, out, y, v, offset, "mask")
+    name, text = _assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_N": block_n})
+    return KernelSource(info.kind, name, text, signature, (programs, 1, 1), _options(config))
 
 
 # Row kernels: reductions, softmax, layer_norm -----------------------------------------
@@ -231,7 +286,10 @@ def _rows(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
     em.line(f"pid = tl.program_id(0){_index_type(rows * r)}")
     em.line("rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     em.line(f"rmask = rows < {rows}")
-    trailing = axes == list(range(len(shape) - len(axes), len(shape)))
+    # A flat position keeps loads contiguous along the columns; along a row axis (an
+    # NHWC input reduced over H, W) only positions per dimension show it to Triton.
+    along_rows = load_axis(x, info.inside) not in (None, *axes)
+    trailing = axes == list(range(len(shape) - len(axes), len(shape))) and not along_rows
     row_dims = None if trailing else em.dims(Index(tuple(row_shape), flat="rows"))
 
     def full_index() -> Index:
@@ -443,7 +501,7 @@ def _options(config: dict[str, int]) -> dict[str, int]:
 def generate(group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool = False) -> KernelSource:
     """The Triton source of ``group`` for ``config`` (from ``configs.candidates``)."""
     info = GroupInfo.of(group)
-    if info.kind in ("pointwise", "pool"):
+    if info.kind in ("pointwise", "transpose", "pool"):
         return _pointwise(info, config, interpret)
     if info.kind in ("reduce", "softmax", "layer_norm"):
         return _rows(info, config, interpret)

@@ -10,7 +10,6 @@ without alignment hints on first use.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ from dnnc.errors import InputError
 from dnnc.ir import tcp
 from dnnc.ir.text import print_ir
 from dnnc.ir.types import shape_of, torch_dtype
+from dnnc.runtime.timing import device_time_ms
 
 _choices = ContentCache("triton-tune")
 
@@ -85,18 +85,8 @@ def _example_tensors(group: tcp.IsolatedGroupOp, device: torch.device) -> tuple[
     return inputs, outputs
 
 
-def _time(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.Tensor], reps: int = 10) -> float:
-    for _ in range(2):
-        kernel.launch(inputs, outputs)
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        kernel.launch(inputs, outputs)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def _time(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+    return device_time_ms(lambda: kernel.launch(inputs, outputs))
 
 
 def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> TritonKernel:

@@ -9,17 +9,27 @@ Fusion and code generation agree on one classification:
 * *anchors* need a loop over many elements per result (``reduce_*``, ``softmax``,
   ``layer_norm``, pooling) or a tiled product (``matmul``, ``batch_matmul``,
   ``conv2d``); a kernel holds at most one, and it names the kernel's kind.
+
+A group without an anchor is ``pointwise`` (one flat loop over its outputs), or
+``transpose`` when its main input is contiguous along another axis than its output
+(``layout.tile_axes``): a kernel tiled over both axes, so loads and stores are
+both coalesced.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from collections.abc import Sequence
 
+from xdsl.ir import Operation, SSAValue
+
+from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
 MOVES = (tcp.ReshapeOp, tcp.BroadcastOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp, tcp.ConcatOp, tcp.GatherOp)
 INDEX_OPS = (*ELEMENTWISE, *MOVES, tcp.BatchNormOp, tcp.ConstantOp, tcp.IotaOp)
+LAYOUT_OPS = (tcp.ReshapeOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp)
+"""Index ops that may follow a pooling anchor: each output element reads one pooled element."""
 ROW_ANCHORS = (tcp.ReduceSumOp, tcp.ReduceMaxOp, tcp.ReduceMeanOp, tcp.SoftmaxOp, tcp.LayerNormOp)
 POOL_ANCHORS = (tcp.MaxPool2dOp, tcp.AvgPool2dOp)
 MATMUL_ANCHORS = (tcp.MatmulOp, tcp.BatchMatmulOp)
@@ -39,8 +49,8 @@ KIND_OF_ANCHOR: dict[type[Operation], str] = {
     tcp.BatchMatmulOp: "matmul",
     tcp.Conv2dOp: "conv2d",
 }
-KINDS = ("pointwise", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d")
-"""Every kernel kind; ``pointwise`` is a group with no anchor."""
+KINDS = ("pointwise", "transpose", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d")
+"""Every kernel kind; ``pointwise`` and ``transpose`` are groups with no anchor."""
 
 
 def is_index_op(op: Operation) -> bool:
@@ -51,6 +61,10 @@ def is_anchor(op: Operation) -> bool:
     return isinstance(op, ANCHORS)
 
 
-def kind_of(ops: list[Operation]) -> str:
+def kind_of(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> str:
+    """The kind of the kernel computing ``outputs`` from ``ops`` (and values from outside)."""
     anchors = [op for op in ops if is_anchor(op)]
-    return KIND_OF_ANCHOR[type(anchors[0])] if anchors else "pointwise"
+    if anchors:
+        return KIND_OF_ANCHOR[type(anchors[0])]
+    members = set(ops)
+    return "transpose" if tile_axes(outputs, members.__contains__) else "pointwise"

@@ -194,6 +194,34 @@ CASES = [
 }""",
     ),
     Case(
+        "transposes",
+        ("transpose", "transpose", "transpose", "transpose"),
+        """func.func @forward(%x: tensor<3x5x7x9xT>, %y: tensor<3x5x7x9xT>, %z: tensor<2x67x3x70xT>, %s: tensor<2x3x11x13xT>) -> (tensor<3x7x9x5xT>, tensor<3x9x5x7xf32>, tensor<2x3x70x67xT>, tensor<2x11x13x8xT>) {
+  %a = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<3x5x7x9xT> -> tensor<3x7x9x5xT>
+  %t = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<3x5x7x9xT> -> tensor<3x9x5x7xT>
+  %r = tcp.clamp %t {min = 0.0 : f64} : tensor<3x9x5x7xT>
+  %b = tcp.cast %r : tensor<3x9x5x7xT> to tensor<3x9x5x7xf32>
+  %c = tcp.transpose %z {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x67x3x70xT> -> tensor<2x3x70x67xT>
+  %st = tcp.transpose %s {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x3x11x13xT> -> tensor<2x11x13x3xT>
+  %sp = tcp.pad %st {low = array<i64: 0, 0, 0, 0>, high = array<i64: 0, 0, 0, 5>, value = 0.0 : f64} : tensor<2x11x13x3xT> -> tensor<2x11x13x8xT>
+  func.return %a, %b, %c, %sp : tensor<3x7x9x5xT>, tensor<3x9x5x7xf32>, tensor<2x3x70x67xT>, tensor<2x11x13x8xT>
+}""",
+    ),
+    Case(
+        "channels_last",
+        ("pool", "pool", "reduce"),
+        """func.func @forward(%x: tensor<2x13x11x9xT>, %z: tensor<2x13x11x9xT>, %u: tensor<2x7x5x9xT>) -> (tensor<2x7x6x9xT>, tensor<2x9x7x6xT>, tensor<2x9x1x1xT>) {
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x13x11x9xT> -> tensor<2x9x13x11xT>
+  %m = tcp.max_pool2d %xt {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<2x9x13x11xT> -> tensor<2x9x7x6xT>
+  %mt = tcp.transpose %m {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x9x7x6xT> -> tensor<2x7x6x9xT>
+  %zt = tcp.transpose %z {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x13x11x9xT> -> tensor<2x9x13x11xT>
+  %a = tcp.avg_pool2d %zt {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = 0 : i64, count_include_pad = 0 : i64} : tensor<2x9x13x11xT> -> tensor<2x9x7x6xT>
+  %ut = tcp.transpose %u {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x5x9xT> -> tensor<2x9x7x5xT>
+  %g = tcp.reduce_mean %ut {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x9x7x5xT> -> tensor<2x9x1x1xT>
+  func.return %mt, %a, %g : tensor<2x7x6x9xT>, tensor<2x9x7x6xT>, tensor<2x9x1x1xT>
+}""",
+    ),
+    Case(
         "matmul_epilogue",
         ("matmul", "matmul"),
         """func.func @forward(%a: tensor<33x47xT>, %b: tensor<47x29xT>, %bias: tensor<1x29xT>, %res: tensor<33x29xT>, %q: tensor<3x21x17xT>, %k: tensor<3x19x17xT>) -> (tensor<33x29xT>, tensor<3x21x19xT>) {

@@ -1,10 +1,17 @@
 """Compiles one kernel of every kind for sm_90 with ``triton.compile`` and checks the
 content-keyed cache; run as a script by test_compile.py in a process without
-TRITON_INTERPRET (the interpreter replaces Triton's own library functions)."""
+TRITON_INTERPRET (the interpreter replaces Triton's own library functions).
+
+It also compiles the layout changes around ResNet-50's channels-last convolutions
+(stem transpose + channel pad, NHWC max pool between two transposes, NHWC global
+mean, an NHWC -> NCHW transpose) at aligned sizes and reports the global memory
+instructions of each: 16-byte vectors (``.v4.b32``) on both sides show the loads and
+the stores are contiguous along the lanes, which is what coalescing needs."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import replace
 
@@ -15,8 +22,39 @@ from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.ir import tcp
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
 from tests.backends.triton.cases import CASES
+
+CHANNELS_LAST = """func.func @forward(%x: tensor<2x3x32x32xf16>, %r: tensor<2x32x32x64xf16>, %f: tensor<2x7x7x256xf16>, %y: tensor<2x16x16x64xf16>) -> (tensor<2x32x32x8xf16>, tensor<2x16x16x64xf16>, tensor<2x256x1x1xf16>, tensor<2x64x16x16xf16>) {
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x3x32x32xf16> -> tensor<2x32x32x3xf16>
+  %stem = tcp.pad %xt {low = array<i64: 0, 0, 0, 0>, high = array<i64: 0, 0, 0, 5>, value = 0.0 : f64} : tensor<2x32x32x3xf16> -> tensor<2x32x32x8xf16>
+  %rt = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x32x32x64xf16> -> tensor<2x64x32x32xf16>
+  %m = tcp.max_pool2d %rt {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<2x64x32x32xf16> -> tensor<2x64x16x16xf16>
+  %pool = tcp.transpose %m {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x64x16x16xf16> -> tensor<2x16x16x64xf16>
+  %ft = tcp.transpose %f {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x7x256xf16> -> tensor<2x256x7x7xf16>
+  %mean = tcp.reduce_mean %ft {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x256x7x7xf16> -> tensor<2x256x1x1xf16>
+  %nchw = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x16x16x64xf16> -> tensor<2x64x16x16xf16>
+  func.return %stem, %pool, %mean, %nchw : tensor<2x32x32x8xf16>, tensor<2x16x16x64xf16>, tensor<2x256x1x1xf16>, tensor<2x64x16x16xf16>
+}"""
+"""Outputs in order: stem (transpose), pool, mean (reduce), nchw (transpose)."""
+
+
+def memory_instructions(target) -> list[dict]:
+    """Kind and the distinct global load / store instructions of each kernel of ``CHANNELS_LAST``."""
+    program = Program(parse_ir(CHANNELS_LAST, "channels_last"), ParamStore())
+    run_passes(program, [TritonFuse()])
+    out = []
+    for group in program.entry.body.walk():
+        if isinstance(group, tcp.IsolatedGroupOp):
+            source = generate(group, candidates(GroupInfo.of(group))[0])
+            ptx = compiler.compile_for(source, target).asm["ptx"]
+            loads = sorted(set(re.findall(r"ld\.global[.\w]*", ptx)))
+            stores = sorted(set(re.findall(r"st\.global[.\w]*", ptx)))
+            out.append({"kind": source.kind, "loads": loads, "stores": stores})
+    return out
 
 
 def main() -> dict:
@@ -59,7 +97,13 @@ def main() -> dict:
                 failures += 1
     finally:
         triton.compile = real_compile
-    return {"kinds": kinds, "reloaded": reloaded, "failures": failures, "triton": triton.__version__}
+    return {
+        "kinds": kinds,
+        "reloaded": reloaded,
+        "failures": failures,
+        "channels_last": memory_instructions(target),
+        "triton": triton.__version__,
+    }
 
 
 if __name__ == "__main__":

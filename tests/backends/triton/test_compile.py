@@ -1,5 +1,6 @@
-"""Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed), and
-compiled kernels come back from the content-keyed cache while failures do not."""
+"""Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed),
+compiled kernels come back from the content-keyed cache while failures do not, and
+the layout changes around channels-last convolutions read and write coalesced."""
 
 from __future__ import annotations
 
@@ -33,3 +34,12 @@ def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
     assert result["reloaded"], "every kernel loads from the cache without compiling"
     assert result["failures"] == 2, "a failed compile is not cached"
     assert any((tmp_path / "triton").rglob("*")), "compiled kernels are stored under the dnnc cache"
+    # Layout changes around channels-last convolutions: one kernel each, with 16-byte
+    # accesses on both sides (the input's contiguous axis differs from the output's in
+    # the two transposes and the mean).
+    kernels = result["channels_last"]
+    assert [k["kind"] for k in kernels] == ["transpose", "pool", "reduce", "transpose"]
+    for k in kernels:
+        assert "ld.global.v4.b32" in k["loads"], k
+        if k["kind"] != "reduce":  # the mean stores one value per row
+            assert "st.global.v4.b32" in k["stores"], k
