@@ -2,12 +2,13 @@
 
 * ``fusion``: the ``triton-fuse`` pass (groups of tcp ops -> ``tcp.isolated_group``);
 * ``ops``: which ops are index arithmetic and which anchor a kernel kind;
+* ``layout``: which axis a group's loads are contiguous along (tiled transposes);
 * ``emitter`` / ``kernels``: readable Triton source per kernel kind;
 * ``configs``: a few launch configs per kind;
 * ``compiler``: ``triton.compile`` for an explicit target, content-keyed cache;
 * ``launch``: ``compile_group`` -> a ``GroupKernel`` launched on the current stream.
 
-Kinds: pointwise, reduce, softmax, layer_norm, pool, matmul, conv2d; every tcp op that
+Kinds: pointwise, transpose, reduce, softmax, layer_norm, pool, matmul, conv2d; every tcp op that
 survives canonicalization is covered (``batch_norm`` as index arithmetic). Triton itself
 is imported only by ``compiler``/``launch`` (on first use of ``compile_group``), so the
 pass registry does not pay for it.

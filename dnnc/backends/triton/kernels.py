@@ -159,6 +159,11 @@ def _index_type(total: int) -> str:
     return ".to(tl.int64)" if total > INT32_LIMIT else ""
 
 
+def _largest(info: GroupInfo) -> int:
+    """Elements of the largest tensor a kernel addresses (a pool's input outgrows its output)."""
+    return max(numel(v) for v in (*info.group.body.block.args, *info.outputs))
+
+
 # Pointwise and pooling ------------------------------------------------------------------
 
 
@@ -178,7 +183,7 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     (n,) = sizes
     em = Emitter(pointers, interpret)
     em.tile = "(BLOCK,)"
-    em.line(f"pid = tl.program_id(0){_index_type(n)}")
+    em.line(f"pid = tl.program_id(0){_index_type(_largest(info))}")
     em.line("offs = pid * BLOCK + tl.arange(0, BLOCK)")
     em.line(f"mask = offs < {n}")
     for y, out in zip(info.outputs, outs):
@@ -201,7 +206,7 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
     em = Emitter(pointers, interpret)
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.comment(f"rows: axis {load} (the input is contiguous along it), columns: axis {store} (the output is)")
-    em.line(f"pid = tl.program_id(0){_index_type(numel(info.outputs[0]))}")
+    em.line(f"pid = tl.program_id(0){_index_type(_largest(info))}")
     # Programs in row-major order over (other axes, tile_m, tile_n).
     start_m = start_n = ""
     if tiles_n > 1:
