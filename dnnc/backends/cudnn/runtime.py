@@ -220,6 +220,7 @@ def _plan_key(op: dialect.GraphOp, device: torch.device) -> str:
             "backend": cudnn.backend_version(),
             "gpu": props.name,
             "sm": f"{props.major}{props.minor}",
+            "measured": knobs.get().autotune,  # a heuristic pick never stands in for a measured one
         }
     )
 
