@@ -37,6 +37,9 @@ class Knobs:
     autotune: bool = True
     """Time every candidate plan or config on the GPU and keep the fastest; off takes the
     first heuristic choice. (DNNC_AUTOTUNE)"""
+    cudnn_attention: bool = False
+    """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
+    its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
     gpu_backends: str = "cudnn,triton"
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
@@ -51,9 +54,10 @@ _ENV = {
     "cache_dir": "DNNC_CACHE_DIR",
     "cache": "DNNC_CACHE",
     "autotune": "DNNC_AUTOTUNE",
+    "cudnn_attention": "DNNC_CUDNN_ATTENTION",
     "gpu_backends": "DNNC_GPU_BACKENDS",
 }
-_BOOLS = ("verify_each_pass", "cache", "autotune")
+_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention")
 _CHOICES = {"device": ("auto", "cpu", "cuda"), "reference_precision": ("float32", "float64")}
 
 

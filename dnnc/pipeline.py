@@ -57,6 +57,11 @@ def lower_for_gpu(program: Program, report: CompileReport | None = None, backend
     if backends is None:
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
     for stage in gpu_stages(backends):
+        if stage == "gpu-cudnn" and knobs.get().cudnn_attention:
+            started = time.perf_counter()
+            run_passes(program, parse_passes("cudnn-attention"))
+            if report is not None:
+                report.add("gpu-cudnn-attention", started, program)
         run_stage(program, stage, report)
 
 

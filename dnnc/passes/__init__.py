@@ -6,6 +6,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from dnnc.backends.cudnn.attention import CudnnAttention
 from dnnc.backends.cudnn.grouping import CudnnGroup
 from dnnc.backends.cudnn.layouts import AssignLayouts
 from dnnc.backends.cudnn.lowering import LowerCudnn
@@ -19,7 +20,17 @@ from dnnc.passes.simplify_shapes import SimplifyShapes
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p
-    for p in (FoldBatchNorm, SimplifyShapes, FoldParams, DeadCodeElimination, CudnnGroup, AssignLayouts, LowerCudnn, TritonFuse)
+    for p in (
+        FoldBatchNorm,
+        SimplifyShapes,
+        FoldParams,
+        DeadCodeElimination,
+        CudnnAttention,
+        CudnnGroup,
+        AssignLayouts,
+        LowerCudnn,
+        TritonFuse,
+    )
 }
 
 

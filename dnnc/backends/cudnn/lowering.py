@@ -28,7 +28,7 @@ from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
-from dnnc.ir.attrs import float_attr, i64_array, ints, str_attr
+from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
 from dnnc.ir.types import describe, element_of, shape_of
 
 log = logging.getLogger("dnnc.cudnn")
@@ -194,4 +194,46 @@ class _Lowering:
 
 
 def lower_group(group: tcp.IsolatedGroupOp) -> cudnn.GraphOp:
+    if _kind(group).startswith("sdpa"):
+        return _lower_attention(group)
     return _Lowering(group).lower()
+
+
+def _lower_attention(group: tcp.IsolatedGroupOp) -> cudnn.GraphOp:
+    """One ``cudnn.sdpa`` node reading q ``[BH, Sq, D]``, k from kT ``[BH, D, Skv]`` and v
+    ``[BH, Skv, Dv]`` through descriptors ``[1, BH, S, D]``; the mask and scale
+    constants inside the group become the node's attributes."""
+    block = group.body.block
+    products = [op for op in block.ops if isinstance(op, tcp.BatchMatmulOp)]
+    if len(products) != 2:
+        raise LoweringError("an attention group needs exactly two batch matmuls")
+    first, second = products
+    args = list(block.args)
+    q, kt, v = first.operands[0], first.operands[1], second.operands[1]
+    (bh, sq, d), (_, _, skv), (_, _, dv) = shape_of(q), shape_of(kt), shape_of(v)
+    element = element_of(q)
+    k_desc = cudnn.descriptor_type(element, [1, bh, skv, d], [bh * d * skv, d * skv, 1, skv])  # read through kT
+    if isinstance(kt.owner, tcp.TransposeOp) and ints(kt.owner.permutation) == (0, 2, 1):
+        kt = kt.owner.input  # the group was given k itself: head dim contiguous, as cuDNN wants
+        k_desc = cudnn.descriptor_type(element, [1, bh, skv, d], cudnn.row_major_strides([1, bh, skv, d]))
+    for x in (q, kt, v):
+        if x not in args:
+            raise LoweringError("attention operands must be group inputs")
+    descriptors = [
+        cudnn.descriptor_type(element, [1, bh, sq, d], cudnn.row_major_strides([1, bh, sq, d])),
+        k_desc,
+        cudnn.descriptor_type(element, [1, bh, skv, dv], cudnn.row_major_strides([1, bh, skv, dv])),
+    ]
+    body = Block(arg_types=descriptors)
+    for new, old in zip(body.args, (q, kt, v)):
+        new.name_hint = old.name_hint
+    scale = group.attributes["scale"]
+    props = {"scale": scale, "causal": bool_attr(_kind(group) == "sdpa_causal")}
+    node = cudnn.SdpaOp.make(list(body.args), props)
+    body.add_op(node)
+    body.add_op(cudnn.ReturnOp([node.result]))
+    operands = [group.captures[args.index(x)] for x in (q, kt, v)]
+    strides = [list(cudnn.row_major_strides([1, bh, sq, dv]))]
+    graph = cudnn.GraphOp(operands, [r.type for r in group.outputs], strides, body)  # type: ignore[misc]
+    graph.attributes["kind"] = str_attr(_kind(group))
+    return graph

@@ -174,6 +174,13 @@ class _Builder:
                 compute_data_type=f32,
             )
             return out[0] if isinstance(out, (tuple, list)) else out
+        if isinstance(node, dialect.SdpaOp):
+            causal = bool(scalar(node.causal))
+            kwargs: dict[str, Any] = (
+                {"diagonal_alignment": cudnn.diagonal_alignment.TOP_LEFT, "diagonal_band_right_bound": 0} if causal else {}
+            )
+            out = g.sdpa(q=args[0], k=args[1], v=args[2], generate_stats=False, attn_scale=float(scalar(node.scale)), **kwargs)
+            return out[0] if isinstance(out, (tuple, list)) else out
         raise GraphUnsupported(f"{node.name} has no frontend translation yet")
 
 

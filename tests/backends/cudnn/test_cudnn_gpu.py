@@ -210,3 +210,17 @@ def test_plan_rebuilt_from_record_without_timing(tmp_path, rng: torch.Generator)
     assert first.rebuilt and second.rebuilt, "the tuned plan should have been cached by the compile"
     assert second.plan.engine == record["engine"] and second.plan.knobs == record["knobs"]
     assert_matches(compiled(x), _reference(model, [x]).half(), torch.float16, gpu=True)
+
+
+@pytest.mark.parametrize("name", ["gpt2_block", "vit_block"])
+def test_attention_as_one_sdpa_graph(name: str) -> None:
+    """With ``cudnn_attention`` on, attention runs as one cuDNN SDPA graph (no
+    fallback) and the model still matches eager as closely as eager fp16 does."""
+    from dnnc import knobs
+    from tests.runtime.test_gpu_models import _run
+
+    with knobs.override(cudnn_attention=True):
+        compiled, _, _ = _run(name, "cudnn,triton", torch.float16)
+    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    assert not summary["fallbacks"], summary
+    assert "cudnn.sdpa" in compiled.ir

@@ -1,0 +1,156 @@
+"""cudnn-attention: outline scaled dot-product attention for ``cudnn.sdpa``.
+
+Matches the attention core as exported models spell it in tcp::
+
+    s = batch_matmul(q, kT)            [BH, Sq, Skv]
+    (reshape)  s = s * c               c a splat constant: the softmax scale
+    (s = select(causal_mask, -inf, s)) the mask a compile-time upper triangle
+    p = softmax(s, last axis)  (reshape)
+    o = batch_matmul(p, v)             [BH, Sq, Dv]
+
+and outlines it as ``tcp.isolated_group {backend = "cudnn", kind = "sdpa" |
+"sdpa_causal"}`` whose body is those ops unchanged, so it means what it meant;
+``lower-cudnn`` turns it into one ``cudnn.sdpa`` node. It needs the mask's values
+(hence a pass with parameters) and runs before ``cudnn-group``, which would
+otherwise take the two batch matmuls one by one. cuDNN's fused attention takes
+fp16/bf16 with head dims that are multiples of 8, up to 128 here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, bf16, f16
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.ir import tcp
+from dnnc.ir.analysis import has_one_use
+from dnnc.ir.attrs import float_attr, i64_array, scalar
+from dnnc.ir.outline import outline
+from dnnc.ir.params import ParamStore
+from dnnc.ir.types import element_of, shape_of
+from dnnc.passes.base import ParamPass
+
+SCALE_ATTR = "scale"
+
+
+@dataclass(frozen=True)
+class CudnnAttention(ParamPass):
+    name = "cudnn-attention"
+
+    def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                for root in list(fn.body.block.ops):
+                    if isinstance(root, tcp.BatchMatmulOp) and root.parent is not None:
+                        found = match_attention(root, params)
+                        if found is not None:
+                            members, scale, causal = found
+                            group = outline(
+                                members,
+                                [members[-1].results[0]],
+                                {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: "sdpa_causal" if causal else "sdpa"},
+                            )
+                            group.attributes[SCALE_ATTR] = float_attr(scale)
+                            _keys_row_major(group, members[0])
+
+
+def _keys_row_major(group: tcp.IsolatedGroupOp, scores: Operation) -> None:
+    """cuDNN wants K with the head dim contiguous; the scores read kT ``[BH, D, S]``.
+    Give the group ``k = transpose(kT)`` instead (a transpose outside, which later
+    passes may cancel against the one that made kT), and transpose back inside."""
+    block = group.body.block
+    inner = next(op for op in block.ops if isinstance(op, tcp.BatchMatmulOp))
+    kt = inner.operands[1]
+    if kt not in block.args:
+        return
+    index = block.args.index(kt)
+    outside = tcp.TransposeOp.make([group.operands[index]], {"permutation": i64_array([0, 2, 1])})
+    Rewriter.insert_op(outside, InsertPoint.before(group))
+    group.operands[index] = outside.result
+    new = block.insert_arg(outside.result.type, index)
+    back = tcp.TransposeOp.make([new], {"permutation": i64_array([0, 2, 1])})
+    Rewriter.insert_op(back, InsertPoint.at_start(block))
+    kt.replace_all_uses_with(back.result)
+    block.erase_arg(kt)
+
+
+def _single_user(value: SSAValue) -> Operation | None:
+    return next(iter(value.uses)).operation if has_one_use(value) else None
+
+
+def _splat(value: SSAValue) -> float | None:
+    owner = value.owner
+    while isinstance(owner, tcp.BroadcastOp):
+        owner = owner.input.owner
+    return float(owner.scalar) if isinstance(owner, tcp.ConstantOp) else None
+
+
+def _is_causal_mask(value: SSAValue, sq: int, skv: int, params: ParamStore) -> bool:
+    """True where the key comes after the query (those scores are dropped)."""
+    owner = value.owner
+    while isinstance(owner, tcp.BroadcastOp):
+        owner = owner.input.owner
+    if not isinstance(owner, tcp.ParamOp) or owner.param_name not in params:
+        return False
+    mask = params[owner.param_name]
+    if mask.shape[-2:] != (sq, skv) or mask.dtype != torch.bool:
+        return False
+    expected = torch.ones(sq, skv, dtype=torch.bool).triu(1)
+    return bool((mask.reshape(-1, sq, skv) == expected).all())
+
+
+def match_attention(root: tcp.BatchMatmulOp, params: ParamStore) -> tuple[list[Operation], float, bool] | None:
+    if element_of(root.results[0]) not in (f16, bf16):
+        return None
+    bh, sq, d = shape_of(root.operands[0])
+    skv = shape_of(root.operands[1])[2]
+    if d % 8 or d > 128:
+        return None
+    members: list[Operation] = [root]
+    current = root.results[0]
+    user = _single_user(current)
+    if isinstance(user, tcp.ReshapeOp):
+        members.append(user)
+        current = user.result
+        user = _single_user(current)
+    if not isinstance(user, tcp.MulOp):
+        return None
+    other = user.operands[1] if user.operands[0] is current else user.operands[0]
+    scale = _splat(other)
+    if scale is None or not math.isfinite(scale):
+        return None
+    members.append(user)
+    current = user.result
+    user = _single_user(current)
+    causal = False
+    if isinstance(user, tcp.SelectOp) and user.on_false is current:
+        fill = _splat(user.on_true)
+        if fill != -math.inf or not _is_causal_mask(user.cond, sq, skv, params):
+            return None
+        members.append(user)
+        causal = True
+        current = user.result
+        user = _single_user(current)
+    if not isinstance(user, tcp.SoftmaxOp) or int(scalar(user.axis)) != len(shape_of(current)) - 1:
+        return None
+    members.append(user)
+    current = user.result
+    user = _single_user(current)
+    if isinstance(user, tcp.ReshapeOp):
+        members.append(user)
+        current = user.result
+        user = _single_user(current)
+    if not isinstance(user, tcp.BatchMatmulOp) or user.operands[0] is not current or shape_of(current) != (bh, sq, skv):
+        return None
+    dv = shape_of(user.operands[1])[2]
+    if dv % 8 or dv > 128:
+        return None
+    members.append(user)
+    return members, scale, causal
