@@ -10,6 +10,7 @@ Later stages (layouts, grouping, lowering) append here.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from dnnc.errors import DnncError, PassError
 from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
+from dnnc.log import say_once
 from dnnc.passes import ParamPass, parse_passes
 
 CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
@@ -47,6 +49,9 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
         stage = f"gpu-{b}"
         if stage not in STAGES:
             raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
+        if b == "cudnn" and importlib.util.find_spec("cudnn") is None:
+            say_once("dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs")
+            continue
         if all(p.split("{")[0] in PASSES for p in STAGES[stage].split(",")):
             stages.append(stage)
     return stages

@@ -120,6 +120,7 @@ class GpuExecutor:
     def _cudnn_kernel(self, op: cudnn.GraphOp, built: dict[str, GroupKernel]) -> GroupKernel | None:
         from dnnc.backends.cudnn.runtime import GraphUnsupported, build_kernel
         from dnnc.backends.cudnn.signature import graph_signature
+        from dnnc.errors import BackendUnavailable
 
         sig = graph_signature(op)
         if sig in built:
@@ -127,7 +128,7 @@ class GpuExecutor:
             return built[sig]
         try:
             kernel = build_kernel(op, self.device)
-        except GraphUnsupported as e:
+        except (GraphUnsupported, BackendUnavailable) as e:
             self._fell_back(op, "cudnn", str(e))
             return None
         built[sig] = kernel

@@ -65,7 +65,9 @@ CASES = [
     # comparisons, selection, masks
     Case("compare", fn(lambda a, b: (a < b, a <= 0.1, a > b, a >= b, a == a, a != b)), ((3, 5), (5,))),
     Case("where", fn(lambda a, b: torch.where(a > 0, a, b)), ((4, 1), (4, 6))),
-    Case("masked_fill", fn(lambda a, b: a.masked_fill(b > 0.3, float("-inf")).softmax(-1)), ((2, 3, 6), (3, 6))),
+    # 0.25 is exact in every float type: with 0.3 the bf16 mask (against bf16's 0.3008)
+    # and the float64 truth's mask differ for inputs in between, a flaky failure.
+    Case("masked_fill", fn(lambda a, b: a.masked_fill(b > 0.25, float("-inf")).softmax(-1)), ((2, 3, 6), (3, 6))),
     Case("logical", fn(lambda a, b: ((a > 0) & (b > 0), (a > 0) | (b < 0), ~(a > 0))), ((5, 2), (5, 2))),
     Case("casts", fn(lambda a: ((a * 4).int(), (a > 0).float(), (a * 4).long().float() + 1)), ((3, 4),), dtypes=F32),
     Case("half_cast", fn(lambda a: a.half().float() * 2), ((3, 4),), dtypes=F32),

@@ -1,0 +1,57 @@
+"""The GPU executor's bookkeeping, on the CPU: a program lowered for the GPU, run
+on CPU tensors, where no cuDNN graph can be built (no frontend or no GPU) and
+Triton runs only under its interpreter. Every graph and group must fall back to
+torch ops with its reason recorded, never crash, and the result must equal the
+reference backend's on the canonical program."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dnnc.backends.reference import ReferenceExecutor
+from dnnc.ir import cudnn
+from dnnc.passes import parse_passes
+from dnnc.pipeline import CUDNN_STAGE, lower_for_gpu, run_passes, to_canonical_tcp
+from dnnc.runtime.gpu_executor import GpuExecutor
+from tests.numerics import assert_matches
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(8, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.c2(y) + y)
+        return self.fc(torch.nn.functional.max_pool2d(y, 2).mean((2, 3)))
+
+
+def test_lowered_program_runs_with_fallbacks(rng: torch.Generator) -> None:
+    model = Net().eval()
+    x = torch.randn(2, 8, 9, 9, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    expected = ReferenceExecutor(program).run([x])
+    run_passes(program, parse_passes(CUDNN_STAGE))  # the cuDNN stage even where the frontend is missing
+    graphs = [op for op in program.entry.body.walk() if isinstance(op, cudnn.GraphOp)]
+    assert len(graphs) == 3
+    executor = GpuExecutor(program, "cpu")
+    (got,) = executor.run([x])
+    assert_matches(got, expected[0], torch.float32)
+    summary = executor.summary()
+    assert [f["backend"] for f in summary["fallbacks"]].count("cudnn") == 3, summary
+    assert summary["steps"]["torch"] >= 3
+
+
+def test_pipeline_without_the_frontend_leaves_convolutions_to_triton(rng: torch.Generator) -> None:
+    import importlib.util
+
+    model = Net().eval()
+    x = torch.randn(2, 8, 9, 9, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    lower_for_gpu(program, backends=["cudnn", "triton"])
+    has_graphs = any(isinstance(op, cudnn.GraphOp) for op in program.entry.body.walk())
+    assert has_graphs == (importlib.util.find_spec("cudnn") is not None)
