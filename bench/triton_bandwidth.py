@@ -18,7 +18,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.gpu_timing import copy_bandwidth_gbs, median_ms
 from dnnc.backends.triton import TritonFuse, compile_group
 from dnnc.ir import tcp
 from dnnc.ir.params import ParamStore
@@ -38,29 +38,6 @@ from dnnc.numerics import mismatch
 from dnnc.pipeline import run_passes
 
 COLS = 4096
-
-
-def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
-    return statistics.median(times)
-
-
-def copy_bandwidth_gbs(n_bytes: int = 1 << 30) -> float:
-    """Device-to-device ``copy_``: reads and writes ``n_bytes`` each."""
-    src = torch.empty(n_bytes, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    return 2 * n_bytes / median_ms(lambda: dst.copy_(src), inner=5, repeats=10) / 1e6
 
 
 def _ir(op: str, rows: int, t: str) -> str:

@@ -36,24 +36,32 @@ CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth
 channel-padded where tensor cores need it, once, here: hence the growth allowed
 to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
 
-STAGES: dict[str, str] = {"canonical": CANONICALIZE, "gpu-cudnn": CUDNN_STAGE, "gpu-triton": "triton-fuse,dce"}
+STAGES: dict[str, str] = {
+    "canonical": CANONICALIZE,
+    "gpu-cudnn-attention": "cudnn-attention",
+    "gpu-cudnn": CUDNN_STAGE,
+    "gpu-triton": "triton-fuse,dce",
+}
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
-    """The GPU lowering stages for the backends asked for, in their order; a stage
-    whose passes are not in this build (Triton before it lands) is skipped."""
-    from dnnc.passes import PASSES
-
+    """The GPU lowering stages for the backends asked for, in their order. cuDNN
+    stages are skipped (and that said once) where the frontend is not installed;
+    attention goes to cuDNN only when ``knobs.cudnn_attention`` asks for it."""
     stages = []
     for b in backends:
         stage = f"gpu-{b}"
         if stage not in STAGES:
             raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
-        if b == "cudnn" and importlib.util.find_spec("cudnn") is None:
-            say_once("dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs")
-            continue
-        if all(p.split("{")[0] in PASSES for p in STAGES[stage].split(",")):
-            stages.append(stage)
+        if b == "cudnn":
+            if importlib.util.find_spec("cudnn") is None:
+                say_once(
+                    "dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs"
+                )
+                continue
+            if knobs.get().cudnn_attention:
+                stages.append("gpu-cudnn-attention")
+        stages.append(stage)
     return stages
 
 
@@ -62,11 +70,6 @@ def lower_for_gpu(program: Program, report: CompileReport | None = None, backend
     if backends is None:
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
     for stage in gpu_stages(backends):
-        if stage == "gpu-cudnn" and knobs.get().cudnn_attention:
-            started = time.perf_counter()
-            run_passes(program, parse_passes("cudnn-attention"))
-            if report is not None:
-                report.add("gpu-cudnn-attention", started, program)
         run_stage(program, stage, report)
 
 

@@ -28,3 +28,11 @@ GROUP_BACKEND_ATTR = "backend"
 
 GROUP_KIND_ATTR = "kind"
 """Attribute on ``tcp.isolated_group`` naming the pattern or kernel kind (a string)."""
+
+
+def group_attr(op: object, name: str) -> str | None:
+    """A string attribute of a group or graph op (``backend``, ``kind``), or None."""
+    from xdsl.dialects.builtin import StringAttr
+
+    attr = getattr(op, "attributes", {}).get(name)
+    return attr.data if isinstance(attr, StringAttr) else None

@@ -1,4 +1,5 @@
-"""Move a set of top-level ops into a ``tcp.isolated_group``.
+"""Move a set of top-level ops into a ``tcp.isolated_group``, and change what an
+existing group captures.
 
 Every value the ops read from outside becomes a capture (a block argument);
 the chosen output values are yielded and replace their uses outside. The group
@@ -7,13 +8,14 @@ is inserted where the last member was, so every capture is already defined.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.ir import tcp
+from dnnc.ir.attrs import i64_array
 
 
 def outline(
@@ -48,3 +50,30 @@ def outline(
             op.detach()
             op.erase()
     return group
+
+
+def replace_capture(
+    group: tcp.IsolatedGroupOp, index: int, operand: SSAValue, rewire: Callable[[BlockArgument, BlockArgument], None]
+) -> None:
+    """Give the group ``operand`` as capture ``index`` (its block argument takes the
+    new type); ``rewire(old_arg, new_arg)`` moves the body off the old argument,
+    which is then erased."""
+    group.operands[index] = operand
+    block = group.body.block
+    old = block.args[index]
+    new = block.insert_arg(operand.type, index)
+    new.name_hint = old.name_hint
+    rewire(old, new)
+    block.erase_arg(old)
+
+
+def capture_transposed(group: tcp.IsolatedGroupOp, index: int, operand: SSAValue, inner: Sequence[int]) -> None:
+    """Capture ``operand`` (a transposed copy of what the group read) and transpose it
+    back by ``inner`` at the top of the body, so the body computes what it did."""
+
+    def rewire(old: BlockArgument, new: BlockArgument) -> None:
+        back = tcp.TransposeOp.make([new], {"permutation": i64_array(inner)})
+        Rewriter.insert_op(back, InsertPoint.at_start(group.body.block))
+        old.replace_all_uses_with(back.result)
+
+    replace_capture(group, index, operand, rewire)

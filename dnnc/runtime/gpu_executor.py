@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.backends.reference.interpreter import execute
 from dnnc.backends.reference.rules import Value
 from dnnc.ir import cudnn, tcp
@@ -110,7 +110,7 @@ class GpuExecutor:
         if isinstance(op, cudnn.GraphOp):
             kernel = self._cudnn_kernel(op, built)
             return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
-        if isinstance(op, tcp.IsolatedGroupOp) and _attr(op, GROUP_BACKEND_ATTR) == "triton":
+        if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
             kernel = self._triton_kernel(op)
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
         if isinstance(op, tcp.ReshapeOp):
@@ -127,7 +127,7 @@ class GpuExecutor:
             op.plan = cudnn_plan_attr(built[sig])
             return built[sig]
         try:
-            kernel = build_kernel(op, self.device)
+            kernel = build_kernel(op, self.device, sig)
         except (GraphUnsupported, BackendUnavailable) as e:
             self._fell_back(op, "cudnn", str(e))
             return None
@@ -147,7 +147,7 @@ class GpuExecutor:
             return None
 
     def _fell_back(self, op: Operation, backend: str, reason: str) -> None:
-        kind = _attr(op, GROUP_KIND_ATTR) or op.name
+        kind = group_attr(op, GROUP_KIND_ATTR) or op.name
         self.fallbacks.append(Fallback(kind, backend, reason))
         log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, reason)
 
@@ -170,7 +170,7 @@ class GpuExecutor:
     def summary(self) -> dict[str, Any]:
         """How many top-level ops each backend runs, and which ops are stopgap torch ops."""
         by_backend = Counter(s.backend for s in self.steps)
-        stopgap = Counter(_attr(s.op, GROUP_KIND_ATTR) or s.op.name for s in self.steps if s.backend == "torch")
+        stopgap = Counter(group_attr(s.op, GROUP_KIND_ATTR) or s.op.name for s in self.steps if s.backend == "torch")
         tuned = [getattr(s.kernel, "plan", None) for s in self.steps if s.backend == "cudnn"]
         return {
             "steps": dict(by_backend),
@@ -188,11 +188,6 @@ class GpuExecutor:
 
 def cudnn_plan_attr(kernel: Any) -> StringAttr:
     return StringAttr(kernel.plan.to_json())
-
-
-def _attr(op: Operation, name: str) -> str | None:
-    a = op.attributes.get(name)
-    return a.data if isinstance(a, StringAttr) else None
 
 
 def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:

@@ -32,7 +32,7 @@ from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.ir import tcp
 from dnnc.ir.analysis import has_one_use
 from dnnc.ir.attrs import float_attr, i64_array, scalar
-from dnnc.ir.outline import outline
+from dnnc.ir.outline import capture_transposed, outline
 from dnnc.ir.params import ParamStore
 from dnnc.ir.types import element_of, shape_of
 from dnnc.passes.base import ParamPass
@@ -58,10 +58,10 @@ class CudnnAttention(ParamPass):
                                 {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: "sdpa_causal" if causal else "sdpa"},
                             )
                             group.attributes[SCALE_ATTR] = float_attr(scale)
-                            _keys_row_major(group, members[0])
+                            _keys_row_major(group)
 
 
-def _keys_row_major(group: tcp.IsolatedGroupOp, scores: Operation) -> None:
+def _keys_row_major(group: tcp.IsolatedGroupOp) -> None:
     """cuDNN wants K with the head dim contiguous; the scores read kT ``[BH, D, S]``.
     Give the group ``k = transpose(kT)`` instead (a transpose outside, which later
     passes may cancel against the one that made kT), and transpose back inside."""
@@ -73,12 +73,7 @@ def _keys_row_major(group: tcp.IsolatedGroupOp, scores: Operation) -> None:
     index = block.args.index(kt)
     outside = tcp.TransposeOp.make([group.operands[index]], {"permutation": i64_array([0, 2, 1])})
     Rewriter.insert_op(outside, InsertPoint.before(group))
-    group.operands[index] = outside.result
-    new = block.insert_arg(outside.result.type, index)
-    back = tcp.TransposeOp.make([new], {"permutation": i64_array([0, 2, 1])})
-    Rewriter.insert_op(back, InsertPoint.at_start(block))
-    kt.replace_all_uses_with(back.result)
-    block.erase_arg(kt)
+    capture_transposed(group, index, outside.result, (0, 2, 1))
 
 
 def _single_user(value: SSAValue) -> Operation | None:

@@ -21,14 +21,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, bf16, f16
+from xdsl.dialects.builtin import ModuleOp, bf16, f16
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr, i64_array, scalar
+from dnnc.ir.outline import capture_transposed, replace_capture
 from dnnc.ir.types import element_of, shape_of
 
 TO_NHWC = (0, 2, 3, 1)
@@ -40,14 +41,10 @@ def transpose(value: SSAValue, perm: tuple[int, ...]) -> tcp.TransposeOp:
 
 
 def is_cudnn_conv_group(op: object) -> bool:
-    if not isinstance(op, tcp.IsolatedGroupOp):
-        return False
-    backend, kind = op.attributes.get(GROUP_BACKEND_ATTR), op.attributes.get(GROUP_KIND_ATTR)
     return (
-        isinstance(backend, StringAttr)
-        and backend.data == "cudnn"
-        and isinstance(kind, StringAttr)
-        and kind.data.startswith("conv")
+        isinstance(op, tcp.IsolatedGroupOp)
+        and group_attr(op, GROUP_BACKEND_ATTR) == "cudnn"
+        and (group_attr(op, GROUP_KIND_ATTR) or "").startswith("conv")
     )
 
 
@@ -71,7 +68,7 @@ def channels_last(group: tcp.IsolatedGroupOp, made: dict[tuple[SSAValue, tuple[i
     out_shape = shape_of(conv.result)
     for index, arg in enumerate(list(block.args)):
         if arg is conv.input or arg is conv.weight or shape_of(arg) == out_shape:
-            _arg_to_nhwc(group, block, index, made)
+            _arg_to_nhwc(group, index, made)
     _pad_input_channels(group, block, conv)
     return _results_to_nhwc(group)
 
@@ -96,33 +93,17 @@ def _pad_input_channels(group: tcp.IsolatedGroupOp, block: Block, conv: tcp.Conv
             [group.operands[index]], {"low": i64_array([0, 0, 0, 0]), "high": i64_array([0, 0, 0, pad]), "value": float_attr(0.0)}
         )
         Rewriter.insert_op(padded, InsertPoint.before(group))
-        group.operands[index] = padded.result
-        old = block.args[index]
-        new = block.insert_arg(padded.result.type, index)
-        new.name_hint = old.name_hint
-        widened = transpose(new, TO_NCHW)
-        Rewriter.replace_op(back, widened)
-        block.erase_arg(old)
+        replace_capture(group, index, padded.result, lambda _, new, back=back: Rewriter.replace_op(back, transpose(new, TO_NCHW)))
     # the conv's result type does not change: padded channels meet zero weights
 
 
-def _arg_to_nhwc(
-    group: tcp.IsolatedGroupOp, block: Block, index: int, made: dict[tuple[SSAValue, tuple[int, ...]], SSAValue]
-) -> None:
+def _arg_to_nhwc(group: tcp.IsolatedGroupOp, index: int, made: dict[tuple[SSAValue, tuple[int, ...]], SSAValue]) -> None:
     source = group.operands[index]
     if (source, TO_NHWC) not in made:
         outside = transpose(source, TO_NHWC)
         Rewriter.insert_op(outside, InsertPoint.before(group))
         made[(source, TO_NHWC)] = outside.result
-    nhwc = made[(source, TO_NHWC)]
-    group.operands[index] = nhwc
-    old = block.args[index]
-    new = block.insert_arg(nhwc.type, index)
-    new.name_hint = old.name_hint
-    back = transpose(new, TO_NCHW)
-    Rewriter.insert_op(back, InsertPoint.at_start(block))
-    old.replace_all_uses_with(back.result)
-    block.erase_arg(old)
+    capture_transposed(group, index, made[(source, TO_NHWC)], TO_NCHW)
 
 
 def _results_to_nhwc(group: tcp.IsolatedGroupOp) -> tcp.IsolatedGroupOp:

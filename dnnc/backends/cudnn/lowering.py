@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
@@ -55,13 +55,11 @@ class LowerCudnn(ModulePass):
 
 
 def _is_cudnn_group(op: Operation) -> bool:
-    attr = op.attributes.get(GROUP_BACKEND_ATTR)
-    return isinstance(op, tcp.IsolatedGroupOp) and isinstance(attr, StringAttr) and attr.data == "cudnn"
+    return isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "cudnn"
 
 
 def _kind(group: Operation) -> str:
-    attr = group.attributes.get(GROUP_KIND_ATTR)
-    return attr.data if isinstance(attr, StringAttr) else "?"
+    return group_attr(group, GROUP_KIND_ATTR) or "?"
 
 
 def permuted_strides(physical: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:

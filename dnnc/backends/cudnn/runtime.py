@@ -216,12 +216,12 @@ class CudnnGraphKernel:
 _PLANS = ContentCache("cudnn-plans")
 
 
-def _plan_key(op: dialect.GraphOp, device: torch.device) -> str:
+def _plan_key(signature: str, device: torch.device) -> str:
     cudnn = load_frontend()
     props = torch.cuda.get_device_properties(device)
     return content_key(
         {
-            "graph": graph_signature(op),
+            "graph": signature,
             "dnnc": __version__,
             "frontend": getattr(cudnn, "__version__", "?"),
             "backend": cudnn.backend_version(),
@@ -243,12 +243,13 @@ def _random_buffers(op: dialect.GraphOp, device: torch.device) -> tuple[list[tor
     return ins, outs
 
 
-def build_kernel(op: dialect.GraphOp, device: torch.device) -> CudnnGraphKernel:
-    """Build (and with autotuning, time) the graph; raises GraphUnsupported."""
+def build_kernel(op: dialect.GraphOp, device: torch.device, signature: str | None = None) -> CudnnGraphKernel:
+    """Build (and with autotuning, time) the graph; raises GraphUnsupported.
+    ``signature``: the graph's ``graph_signature``, when the caller has it already."""
     cudnn = load_frontend()
     handle = handle_for(device)
     cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
-    key = _plan_key(op, device)
+    key = _plan_key(signature or graph_signature(op), device)
     cached = _PLANS.get_json(key)
     if cached is not None:
         try:
