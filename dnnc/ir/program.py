@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -21,6 +22,9 @@ ENTRY = "forward"
 class Program:
     module: ModuleOp
     params: ParamStore
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """JSON-serialisable facts about how it was compiled (e.g. ``decisions``, the
+    partitioner's record); saved with the program in an artifact."""
 
     @property
     def entry(self) -> func.FuncOp:
