@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,3 +115,30 @@ def compile(  # noqa: A001 - the public name users expect
     args, kwargs = ep.example_inputs or ((), {})
     positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
     return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional)
+
+
+def explain(
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: Sequence[Any] | torch.Tensor = (),
+    *,
+    policy: str | None = None,
+    backends: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The partitioner's decision record for a model: which backend would run which
+    ops and why (measured on the GPU when there is one, else roofline estimates).
+    ``backends`` defaults to ``knobs.gpu_backends`` that can run here; naming cuDNN
+    on a machine without its frontend prices cuDNN groups by estimate."""
+    from dnnc.partition import DECISIONS_ATTR
+    from dnnc.partition.partitioner import Partition
+    from dnnc.pipeline import run_passes, run_stage
+
+    report = CompileReport()
+    program = canonicalize(exported_program(model, example_inputs, report), report)
+    if knobs.get().cudnn_attention:
+        run_stage(program, "gpu-cudnn-attention", report)
+    policy = policy or knobs.get().partition
+    if policy == "greedy":
+        raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")
+    run_passes(program, [Partition(policy=policy, backends=tuple(backends or ()))])
+    record = program.entry.attributes.get(DECISIONS_ATTR)
+    return json.loads(record.data) if record is not None else {}  # type: ignore[attr-defined]

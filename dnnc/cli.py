@@ -146,6 +146,49 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
         raise click.ClickException(f"compiled program does not match PyTorch eager: {problems[0]}")
 
 
+# explain ------------------------------------------------------------------------------
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+@main.command("explain")
+@click.argument("model")
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None, help="Cast the model and its float inputs first.")
+@click.option("--policy", type=click.Choice(["auto", "cudnn-only", "triton-only"]), default="auto", show_default=True)
+@click.option("--backends", default=None, help="Backends to choose among (default: those installed, e.g. cudnn,triton).")
+@click.option("--alternatives/--no-alternatives", default=True, show_default=True, help="List every alternative per group.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the decision record here.")
+@user_errors
+def explain_command(
+    model: str,
+    factory_args: tuple[str, ...],
+    dtype: str | None,
+    policy: str,
+    backends: str | None,
+    alternatives: bool,
+    json_path: Path | None,
+) -> None:
+    """Show which backend would run which ops of MODEL, at what cost, and why."""
+    import json
+
+    import dnnc
+    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.partition.explain import explain_lines
+
+    module, inputs, _ = load_model(model, parse_kwargs(factory_args))
+    if dtype is not None:
+        module = module.to(DTYPES[dtype])
+        inputs = tuple(x.to(DTYPES[dtype]) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+    chosen = tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None
+    record = dnnc.explain(module.eval(), inputs, policy=policy, backends=chosen)
+    for line in explain_lines(record, alternatives):
+        out.print(line, markup=False, highlight=False)
+    if json_path is not None:
+        json_path.write_text(json.dumps(record, indent=1))
+        console.print(f"wrote {json_path}")
+
+
 # run ----------------------------------------------------------------------------------
 
 

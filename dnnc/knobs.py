@@ -16,6 +16,7 @@ from typing import Literal
 
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["float32", "float64"]
+Partition = Literal["auto", "cudnn-only", "triton-only", "greedy"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class Knobs:
     cudnn_attention: bool = False
     """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
     its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
+    partition: Partition = "auto"
+    """How GPU groups are chosen: ``auto`` prices every candidate group per backend and
+    takes the cheapest cover; ``cudnn-only`` gives cuDNN every op it can root and Triton
+    the rest; ``triton-only`` generates everything; ``greedy`` outlines every cuDNN pattern
+    then fuses the rest (no pricing). (DNNC_PARTITION)"""
+    measure: bool = True
+    """On a GPU, time candidate groups for the partitioner (cached by content); off
+    prices them by the roofline estimate alone. (DNNC_MEASURE)"""
     gpu_backends: str = "cudnn,triton"
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
@@ -56,9 +65,15 @@ _ENV = {
     "autotune": "DNNC_AUTOTUNE",
     "cudnn_attention": "DNNC_CUDNN_ATTENTION",
     "gpu_backends": "DNNC_GPU_BACKENDS",
+    "partition": "DNNC_PARTITION",
+    "measure": "DNNC_MEASURE",
 }
-_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention")
-_CHOICES = {"device": ("auto", "cpu", "cuda"), "reference_precision": ("float32", "float64")}
+_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure")
+_CHOICES = {
+    "device": ("auto", "cpu", "cuda"),
+    "reference_precision": ("float32", "float64"),
+    "partition": ("auto", "cudnn-only", "triton-only", "greedy"),
+}
 
 
 def _parse(field: str, raw: str) -> object:

@@ -11,6 +11,7 @@ Later stages (layouts, grouping, lowering) append here.
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
 from dnnc.log import say_once
+from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import ParamPass, parse_passes
 
 CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
@@ -36,28 +38,40 @@ CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth
 channel-padded where tensor cores need it, once, here: hence the growth allowed
 to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
 
+PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
+"""After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
+cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
+
 STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,
     "gpu-cudnn-attention": "cudnn-attention",
     "gpu-cudnn": CUDNN_STAGE,
     "gpu-triton": "triton-fuse,dce",
+    **{f"gpu-partition-{p}": f"partition{{policy={p}}},{PARTITIONED}" for p in ("auto", "cudnn-only", "triton-only")},
 }
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
-    """The GPU lowering stages for the backends asked for, in their order. cuDNN
-    stages are skipped (and that said once) where the frontend is not installed;
-    attention goes to cuDNN only when ``knobs.cudnn_attention`` asks for it."""
+    """The GPU lowering stages for the backends asked for. With a partition policy
+    (``knobs.partition``, default ``auto``) one priced ``partition`` decides for the
+    whole graph; ``greedy`` runs each backend's stage in order. cuDNN is skipped
+    (and that said once) where the frontend is not installed; attention goes to
+    cuDNN only when ``knobs.cudnn_attention`` asks for it."""
+    policy = knobs.get().partition
+    if policy != "greedy":
+        for b in backends:
+            if f"gpu-{b}" not in STAGES:
+                raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
+        cudnn = "cudnn" in backends and _has_cudnn_frontend()
+        attention = ["gpu-cudnn-attention"] if cudnn and knobs.get().cudnn_attention else []
+        return [*attention, f"gpu-partition-{policy}"]
     stages = []
     for b in backends:
         stage = f"gpu-{b}"
         if stage not in STAGES:
             raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
         if b == "cudnn":
-            if importlib.util.find_spec("cudnn") is None:
-                say_once(
-                    "dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs"
-                )
+            if not _has_cudnn_frontend():
                 continue
             if knobs.get().cudnn_attention:
                 stages.append("gpu-cudnn-attention")
@@ -65,12 +79,24 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     return stages
 
 
+def _has_cudnn_frontend() -> bool:
+    if importlib.util.find_spec("cudnn") is None:
+        say_once("dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs")
+        return False
+    return True
+
+
 def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:
-    """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp."""
+    """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp. The
+    partitioner's decision record moves from the IR into ``program.metadata``."""
     if backends is None:
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
-    for stage in gpu_stages(backends):
-        run_stage(program, stage, report)
+    with knobs.override(gpu_backends=",".join(backends)):
+        for stage in gpu_stages(backends):
+            run_stage(program, stage, report)
+    record = program.entry.attributes.pop(DECISIONS_ATTR, None)
+    if record is not None:
+        program.metadata["decisions"] = json.loads(record.data)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dnnc.backends.cudnn.layouts import AssignLayouts
 from dnnc.backends.cudnn.lowering import LowerCudnn
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.errors import PassError
+from dnnc.partition.partitioner import Partition
 from dnnc.passes.base import ParamPass, PatternPass
 from dnnc.passes.dce import DeadCodeElimination
 from dnnc.passes.fold_batchnorm import FoldBatchNorm
@@ -30,6 +31,7 @@ PASSES: dict[str, type[ModulePass]] = {
         AssignLayouts,
         LowerCudnn,
         TritonFuse,
+        Partition,
     )
 }
 

@@ -66,6 +66,25 @@ class TritonFuse(ModulePass):
         for f in op.ops:
             if isinstance(f, func.FuncOp) and f.body.blocks:
                 _fuse_block(f.body.block, self.products)
+                for top in f.body.block.ops:
+                    top.attributes.pop(PART_ATTR, None)
+
+
+PART_ATTR = "dnnc.part"
+"""Set by the partitioner on ops it gave to one Triton group (an integer per group):
+ops with different marks never share a kernel; unmarked ops join any group. The
+mark is dropped when the group is built."""
+
+
+def part_of(op: Operation) -> int | None:
+    attr = op.attributes.get(PART_ATTR)
+    return None if attr is None else int(attr.value.data)  # type: ignore[attr-defined]
+
+
+def fusion_groups(block: Block, products: bool = True, exclude: frozenset[Operation] = frozenset()) -> list[set[Operation]]:
+    """The groups ``triton-fuse`` would form in ``block`` if the ops in ``exclude``
+    were taken by another backend (the partitioner's Triton candidates)."""
+    return _Fuser(block, products, exclude).run()
 
 
 def _candidate(op: Operation, products: bool) -> bool:
@@ -84,10 +103,11 @@ def _top(op: Operation, block: Block) -> Operation | None:
 
 
 class _Fuser:
-    def __init__(self, block: Block, products: bool):
+    def __init__(self, block: Block, products: bool, exclude: frozenset[Operation] = frozenset()):
         self.block = block
         self.order = {op: i for i, op in enumerate(block.ops)}
         self.products = products
+        self.exclude = exclude
         self.group_of: dict[Operation, int] = {}
         self.groups: dict[int, set[Operation]] = {}
 
@@ -102,7 +122,7 @@ class _Fuser:
 
     def run(self) -> list[set[Operation]]:
         for gid, op in enumerate(self.block.ops):
-            if not _candidate(op, self.products):
+            if op in self.exclude or not _candidate(op, self.products):
                 continue
             self.groups[gid] = {op}
             self.group_of[op] = gid
@@ -131,7 +151,7 @@ class _Fuser:
 
     def _legal(self, ops: set[Operation]) -> bool:
         anchors = [op for op in ops if is_anchor(op)]
-        if len(anchors) > 1 or self._cycle(ops):
+        if len(anchors) > 1 or len({part_of(op) for op in ops} - {None}) > 1 or self._cycle(ops):
             return False
         outputs = self._outputs(ops)
         if not anchors:
@@ -201,6 +221,7 @@ def _build_group(ops: list[Operation], block: Block) -> tuple[tcp.IsolatedGroupO
                 captures.append(v)
                 mapping[v] = body.insert_arg(v.type, len(body.args))
         copy = op.clone(value_mapper=mapping)
+        copy.attributes.pop(PART_ATTR, None)
         body.add_op(copy)
         for old, new in zip(op.results, copy.results):
             mapping[old] = new

@@ -1,0 +1,144 @@
+"""The cheapest cover of a dataflow graph by candidate groups.
+
+Nodes are numbered in a topological order; ``preds[i]`` is the bitmask of the
+nodes ``i`` reads. A candidate is a set of nodes (a bitmask) and a cost. A cover
+is a set of pairwise disjoint candidates whose union is every node and whose
+contraction is acyclic (every group can run once the groups it reads have run).
+
+The search is a shortest path over *covered sets* (as in TVM's Collage): from a
+covered set ``S`` one may run any candidate disjoint from ``S`` whose outside
+inputs are all in ``S``. Every acyclic cover is such a path (run its groups in a
+topological order of the contraction), and the cost still to pay from ``S``
+depends on ``S`` alone, so Dijkstra with ``S`` as the state finds the optimum.
+A ready candidate's first node is itself ready, so only candidates starting at a
+ready node are tried. Graphs in ML models are narrow (a chain with short side
+branches), so the number of covered sets seen stays small; a cap guards the rest.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dnnc.errors import DnncError
+
+
+class NoCover(DnncError):
+    """No combination of the candidates covers the graph."""
+
+
+@dataclass(frozen=True)
+class Cover:
+    cost: float
+    chosen: tuple[int, ...]
+    """Indices into the candidate list, in an order the groups can run in."""
+    states: int = 0
+    """Covered sets the search expanded (how hard the instance was)."""
+
+
+MAX_STATES = 500_000
+
+
+def best_cover(preds: Sequence[int], candidates: Sequence[tuple[int, float]], max_states: int = MAX_STATES) -> Cover:
+    n = len(preds)
+    full = (1 << n) - 1
+    starting_at: list[list[int]] = [[] for _ in range(n)]
+    reads: list[int] = []
+    for index, (mask, cost) in enumerate(candidates):
+        if mask == 0 or mask & ~full:
+            raise ValueError(f"candidate {index} covers nodes outside the graph (mask {mask:#x})")
+        if cost < 0:
+            raise ValueError(f"candidate {index} has a negative cost {cost}")
+        starting_at[_lowest(mask)].append(index)
+        outside = 0
+        for node in _bits(mask):
+            outside |= preds[node]
+        reads.append(outside & ~mask)
+    best: dict[int, float] = {0: 0.0}
+    came_from: dict[int, tuple[int, int]] = {}
+    tie = itertools.count()
+    heap: list[tuple[float, int, int]] = [(0.0, next(tie), 0)]
+    done: set[int] = set()
+    while heap:
+        cost, _, covered = heapq.heappop(heap)
+        if covered in done:
+            continue
+        if covered == full:
+            return Cover(cost, _path(came_from, covered), len(done))
+        done.add(covered)
+        if len(done) > max_states:
+            raise NoCover(f"the cover search passed {max_states} states; the graph is too wide for an exact search")
+        for node in _bits(full & ~covered):
+            if preds[node] & ~covered:
+                continue  # not ready
+            for index in starting_at[node]:
+                mask, step = candidates[index]
+                if mask & covered or reads[index] & ~covered:
+                    continue
+                nxt = covered | mask
+                total = cost + step
+                if total < best.get(nxt, float("inf")):
+                    best[nxt] = total
+                    came_from[nxt] = (covered, index)
+                    heapq.heappush(heap, (total, next(tie), nxt))
+    uncovered = [i for i in range(n) if not any(m >> i & 1 for m, _ in candidates)]
+    hint = f"; nodes {uncovered} are in no candidate" if uncovered else ""
+    raise NoCover(f"no acyclic cover of {n} nodes by {len(candidates)} candidates{hint}")
+
+
+def brute_force_cover(preds: Sequence[int], candidates: Sequence[tuple[int, float]]) -> float:
+    """The optimum by trying every subset of candidates (tests, tiny graphs only)."""
+    n = len(preds)
+    full = (1 << n) - 1
+    best = float("inf")
+    for size in range(1, len(candidates) + 1):
+        for subset in itertools.combinations(range(len(candidates)), size):
+            masks = [candidates[i][0] for i in subset]
+            if sum(masks) != full or _overlap(masks) or not _acyclic(preds, masks):
+                continue
+            best = min(best, sum(candidates[i][1] for i in subset))
+    return best
+
+
+def _overlap(masks: list[int]) -> bool:
+    seen = 0
+    for m in masks:
+        if seen & m:
+            return True
+        seen |= m
+    return False
+
+
+def _acyclic(preds: Sequence[int], masks: list[int]) -> bool:
+    group = {node: g for g, m in enumerate(masks) for node in _bits(m)}
+    deps = [{group[p] for node in _bits(m) for p in _bits(preds[node]) if group[p] != g} for g, m in enumerate(masks)]
+    finished: set[int] = set()
+    while len(finished) < len(masks):
+        ready = [g for g in range(len(masks)) if g not in finished and deps[g] <= finished]
+        if not ready:
+            return False
+        finished.update(ready)
+    return True
+
+
+def _path(came_from: dict[int, tuple[int, int]], covered: int) -> tuple[int, ...]:
+    chosen = []
+    while covered:
+        covered, index = came_from[covered]
+        chosen.append(index)
+    return tuple(reversed(chosen))
+
+
+def _lowest(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out

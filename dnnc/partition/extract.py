@@ -1,0 +1,62 @@
+"""A candidate group as a program of its own, to check and time it in isolation.
+
+The values the group reads from other compute ops become the function's
+arguments; the parameters and constants it reads come along (parameters keep
+their stored values, renamed ``p0, p1, ...``), and the values used outside the
+group are returned. The program's text without names is the group's identity
+for the measurement cache: two blocks of a ResNet with the same shapes share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from dnnc.ir import tcp
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import ENTRY, Program
+from dnnc.partition.cost import boundary_values
+
+
+def extract(ops: Sequence[Operation], params: ParamStore) -> Program:
+    """``ops`` in program order (top-level ops of one block)."""
+    members = set(ops)
+    _, writes = boundary_values(ops)
+    inputs: list[SSAValue] = []
+    sources: list[Operation] = []
+    for op in ops:
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in members:
+                continue
+            if isinstance(owner, tcp.SOURCE_OPS):
+                if owner not in sources:
+                    sources.append(owner)
+            elif v not in inputs:
+                inputs.append(v)
+    block = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    store = ParamStore()
+    for source in sources:
+        clone = source.clone()
+        if isinstance(source, tcp.ParamOp):
+            name = f"p{len(store)}"
+            clone = tcp.ParamOp(name, source.result.type)
+            store.add(name, params[source.param_name])
+        block.add_op(clone)
+        mapping[source.results[0]] = clone.results[0]
+    for op in ops:
+        clone = op.clone(value_mapper=mapping)
+        block.add_op(clone)
+        mapping.update(zip(op.results, clone.results))
+    block.add_op(func.ReturnOp(*[mapping[v] for v in writes]))
+    fn = func.FuncOp(ENTRY, ([v.type for v in inputs], [v.type for v in writes]), Region(block))
+    return Program(ModuleOp([fn]), store)
+
+
+def identity_text(program: Program) -> str:
+    """The program's text (parameters are already numbered in order of use)."""
+    return program.text()

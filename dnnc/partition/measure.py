@@ -1,0 +1,155 @@
+"""Check a candidate by lowering it alone, and time it alone on the GPU.
+
+``lower_alone`` outlines the candidate's ops (as a standalone program, see
+``extract``) for its backend and runs that backend's stages: a cuDNN candidate
+that ``lower-cudnn`` cannot express is found here, on any machine. On a GPU,
+``time_alone`` builds the program with the GPU executor and times only the
+candidate's own kernels (the layout transposes at its boundary are left out: in
+the full program they cancel between cuDNN graphs or fuse into Triton kernels)
+on fresh random inputs, by CUDA-graph replay. Times are cached by content:
+dnnc, torch, Triton and cuDNN versions, the GPU, the autotune setting and the
+group's text; only successful measurements are stored.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import logging
+from typing import Any
+
+import torch
+from xdsl.ir import Operation
+
+from dnnc import knobs
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.triton.fusion import PART_ATTR
+from dnnc.cache import ContentCache, content_key
+from dnnc.errors import DnncError
+from dnnc.ir import cudnn as cudnn_dialect
+from dnnc.ir import tcp
+from dnnc.ir.attrs import int_attr
+from dnnc.ir.outline import outline
+from dnnc.ir.program import Program
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.partition.candidates import Candidate, graph_nodes
+from dnnc.partition.extract import extract, identity_text
+from dnnc.version import __version__
+
+log = logging.getLogger("dnnc.partition")
+
+_CACHE = ContentCache("measured")
+
+LOWER_STAGE = {
+    "cudnn": "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce",
+    "triton": "triton-fuse,dce",
+}
+
+
+class NotLowered(DnncError):
+    """The candidate's backend does not take it once lowered alone."""
+
+
+def lower_alone(candidate: Candidate, params: Any) -> Program:
+    """The candidate as its own program, lowered for its backend."""
+    from dnnc.passes import parse_passes
+    from dnnc.pipeline import run_passes
+
+    program = extract(candidate.ops, params)
+    nodes = graph_nodes(program.entry.body.block)
+    if candidate.backend == "cudnn":
+        outline(nodes, [nodes[-1].results[0]], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: candidate.kind})
+    elif candidate.backend == "triton":
+        for op in nodes:
+            op.attributes[PART_ATTR] = int_attr(0)
+    else:
+        return program
+    run_passes(program, parse_passes(LOWER_STAGE[candidate.backend]))
+    if candidate.backend == "cudnn" and not any(isinstance(op, cudnn_dialect.GraphOp) for op in program.entry.body.block.ops):
+        raise NotLowered("lower-cudnn kept the group in tcp (see the dnnc.cudnn log)")
+    return program
+
+
+def measurement_key(candidate: Candidate, program: Program) -> str:
+    props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
+    return content_key(
+        {
+            "dnnc": __version__,
+            "backend": candidate.backend,
+            "kind": candidate.kind,
+            "text": identity_text(program),
+            "gpu": props.name if props else None,
+            "cc": f"{props.major}.{props.minor}" if props else None,
+            "versions": library_versions(),
+            "autotune": knobs.get().autotune,
+        }
+    )
+
+
+def library_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"torch": torch.__version__}
+    for name in ("triton", "nvidia-cudnn-frontend"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    out["cudnn"] = str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+    return out
+
+
+def time_alone(candidate: Candidate, program: Program, device: torch.device) -> float | None:
+    """Median ms of the candidate's kernels, or None if its backend fell back."""
+    key = measurement_key(candidate, program)
+    hit = _CACHE.get_json(key)
+    if hit is not None:
+        return float(hit["ms"])
+    from dnnc.runtime.gpu_executor import GpuExecutor
+    from dnnc.runtime.timing import device_time_ms
+
+    executor = GpuExecutor(program, device)
+    if executor.fallbacks:
+        log.info("partition: %s fell back when built alone: %s", candidate.label, executor.fallbacks[0].reason)
+        return None
+    mine = [s for s in executor.steps if s.backend == candidate.backend and s.kernel is not None]
+    if not mine:
+        return None
+    launches = _step_buffers(executor, device)
+    chosen = [(s, ins, outs) for s, ins, outs in launches if s in mine]
+    ms = device_time_ms(lambda: [s.kernel.launch(ins, outs) for s, ins, outs in chosen])  # type: ignore[union-attr]
+    _CACHE.put_json(key, {"ms": ms})
+    return ms
+
+
+def _step_buffers(executor: Any, device: torch.device) -> list[tuple[Any, list[torch.Tensor], list[torch.Tensor]]]:
+    """Run the program once on fresh random inputs, keeping every step's inputs and
+    output buffers, so kernels can be replayed on them."""
+    from dnnc.runtime.gpu_executor import run_stopgap
+
+    generator = torch.Generator(device=device).manual_seed(0)
+    env: dict[Any, Any] = dict(executor.statics)
+    for arg in executor.block.args:
+        env[arg] = _random(shape_of(arg), torch_dtype(element_of(arg)), device, generator)
+    out = []
+    with torch.inference_mode():
+        for step in executor.steps:
+            ins = [env[v].contiguous() for v in step.op.operands]
+            if step.kernel is not None:
+                outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in step.out_specs]
+                step.kernel.launch(ins, outs)
+            else:
+                outs = run_stopgap(step.op, ins, executor.env)
+            env.update(zip(step.op.results, outs))
+            out.append((step, ins, outs))
+    torch.cuda.synchronize(device)
+    return out
+
+
+def _random(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, generator: torch.Generator) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(shape, dtype=dtype, device=device, generator=generator)
+    if dtype == torch.bool:
+        return torch.rand(shape, device=device, generator=generator) > 0.5
+    return torch.randint(0, 2, shape, dtype=dtype, device=device, generator=generator)
+
+
+def members_of(ops: tuple[Operation, ...]) -> str:
+    return ", ".join(op.name.removeprefix("tcp.") for op in ops if not isinstance(op, tcp.BroadcastOp))

@@ -1,0 +1,202 @@
+"""partition: decide, for the whole graph, which backend runs which ops.
+
+Enumerates overlapping candidate groups per backend (``candidates``), prices
+each (``pricing``: roofline estimate, lowering check, measured on a GPU), takes
+the cheapest acyclic cover (``cover``), then makes the IR say so:
+
+* a chosen cuDNN group is outlined as a ``tcp.isolated_group {backend = "cudnn"}``
+  (``lower-cudnn`` turns it into a ``cudnn.graph`` later);
+* the ops of a chosen Triton group are marked with one ``dnnc.part`` number, so
+  ``triton-fuse`` builds exactly that kernel (the layout transposes that
+  ``assign-layouts`` adds join whichever kernel they touch);
+* views and torch ops stay as they are.
+
+The decision record goes onto the function as ``dnnc.decisions`` (JSON);
+the pipeline moves it into ``Program.metadata`` for ``dnnc explain`` and artifacts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block
+
+from dnnc import knobs
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.triton.fusion import PART_ATTR
+from dnnc.ir.attrs import int_attr
+from dnnc.ir.outline import outline
+from dnnc.ir.params import ParamStore
+from dnnc.partition import DECISIONS_ATTR
+from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
+from dnnc.partition.cost import peaks_for
+from dnnc.partition.cover import Cover, NoCover, best_cover
+from dnnc.partition.pricing import PricingReport, price, should_measure
+from dnnc.passes.base import ParamPass
+
+log = logging.getLogger("dnnc.partition")
+
+
+def available_backends() -> list[str]:
+    """The GPU backends asked for (``knobs.gpu_backends``) that can run here."""
+    asked = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    return [b for b in asked if b != "cudnn" or importlib.util.find_spec("cudnn") is not None]
+
+
+def device_name() -> str | None:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+@dataclass(frozen=True)
+class Partition(ParamPass):
+    name = "partition"
+
+    policy: str = "auto"
+    backends: tuple[str, ...] = ()
+    """Backends to choose among; empty: ``knobs.gpu_backends`` that can run here."""
+
+    def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
+        for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+            record = self.partition_block(fn.body.block, params)
+            if record is not None:
+                fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
+
+    def partition_block(self, block: Block, params: ParamStore) -> dict[str, Any] | None:
+        nodes = graph_nodes(block)
+        if not nodes:
+            return None
+        peaks = peaks_for(device_name())
+        measure = should_measure()
+        candidates = enumerate_candidates(nodes, self.backends or available_backends(), self.policy)
+        priced, pricing = price(candidates, params, peaks, measure)
+        preds = node_preds(nodes)
+        cover = cover_by(preds, priced)
+        chosen = [priced[i] for i in cover.chosen]
+        record = decision_record(self.policy, nodes, preds, priced, cover, pricing, peaks.name, measure)
+        realize(chosen)
+        return record
+
+
+def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:
+    return best_cover(preds, [(c.mask, c.cost_ms) for c in candidates])
+
+
+def realize(chosen: Sequence[Candidate]) -> None:
+    for number, c in enumerate(chosen):
+        if c.backend == "triton":
+            for member in c.ops:
+                member.attributes[PART_ATTR] = int_attr(number)
+    for c in chosen:
+        if c.backend == "cudnn" and not c.fixed:
+            outline(list(c.ops), [c.ops[-1].results[0]], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: c.kind})
+
+
+def policy_total(preds: Sequence[int], candidates: Sequence[Candidate], policy: str, nodes: Sequence[Any]) -> float | None:
+    """The best cover's cost when only ``policy``'s candidates may be used."""
+    roots = {min(c.covers) for c in candidates if c.backend == "cudnn" and not c.fixed}
+    if policy == "triton-only":
+        allowed = [c for c in candidates if c.backend != "cudnn" or c.fixed]
+    else:  # cudnn-only
+        allowed = [c for c in candidates if not (c.backend == "triton" and c.covers & roots)]
+    try:
+        return cover_by(preds, allowed).cost
+    except NoCover:
+        return None
+
+
+def _sub_cover(
+    preds: Sequence[int], nodes: frozenset[int], candidates: Sequence[Candidate], without: Candidate
+) -> tuple[float, list[Candidate]] | None:
+    """The cheapest way to run exactly ``nodes`` with the other candidates inside them."""
+    order = sorted(nodes)
+    local = {n: i for i, n in enumerate(order)}
+    sub_preds = [sum(1 << local[p] for p in range(len(preds)) if preds[n] >> p & 1 and p in local) for n in order]
+    inside = [c for c in candidates if c is not without and c.covers <= nodes]
+    try:
+        found = best_cover(sub_preds, [(sum(1 << local[n] for n in c.covers), c.cost_ms) for c in inside])
+    except NoCover:
+        return None
+    return found.cost, [inside[i] for i in found.chosen]
+
+
+def decision_record(
+    policy: str,
+    nodes: Sequence[Any],
+    preds: Sequence[int],
+    candidates: Sequence[Candidate],
+    cover: Cover,
+    pricing: PricingReport,
+    device: str,
+    measured: bool,
+) -> dict[str, Any]:
+    groups = []
+    chosen = [candidates[i] for i in cover.chosen]
+    for number, c in enumerate(chosen):
+        first = min(c.covers)
+        alternatives = [a for a in candidates if a is not c and min(a.covers) == first]
+        other = _sub_cover(preds, c.covers, candidates, c)
+        if other is None:
+            why = "the only candidate for these ops"
+        else:
+            cost, parts = other
+            how = " + ".join(p.label for p in parts)
+            why = f"{_ms(c.cost_ms)} vs {_ms(cost)} for the best other way to run these ops ({how})"
+        groups.append(
+            {
+                "group": number,
+                "backend": c.backend,
+                "kind": c.kind,
+                "ops": [op.name.removeprefix("tcp.") for op in c.ops],
+                "nodes": sorted(c.covers),
+                **_costs(c),
+                "alternatives": [
+                    {"backend": a.backend, "kind": a.kind, "nodes": sorted(a.covers), **_costs(a)} for a in alternatives
+                ],
+                "why": why,
+            }
+        )
+    errors = [abs(c.estimated_ms - c.measured_ms) / c.measured_ms for c in candidates if c.measured_ms]
+    return {
+        "policy": policy,
+        "device": device,
+        "measured": measured,
+        "groups": groups,
+        "totals": {
+            "chosen_ms": cover.cost,
+            "estimated_ms": sum(c.estimated_ms for c in chosen),
+            "cudnn_only_ms": policy_total(preds, candidates, "cudnn-only", nodes),
+            "triton_only_ms": policy_total(preds, candidates, "triton-only", nodes),
+            "nodes": len(nodes),
+            "candidates": len(candidates),
+            "unique_lowered": pricing.lowered,
+            "measured": pricing.measured,
+            "dropped": pricing.dropped,
+            "search_states": cover.states,
+            "pricing_s": round(pricing.seconds, 3),
+        },
+        "estimate_error": {
+            "count": len(errors),
+            "median_relative": sorted(errors)[len(errors) // 2] if errors else None,
+            "calibration": pricing.calibration,
+        },
+    }
+
+
+def _costs(c: Candidate) -> dict[str, float | None]:
+    return {"estimated_ms": c.estimated_ms, "measured_ms": c.measured_ms, "layout_ms": c.layout_ms, "cost_ms": c.cost_ms}
+
+
+def _ms(value: float) -> str:
+    return f"{value:.4f} ms"

@@ -1,0 +1,206 @@
+"""The partitioner on the CPU: candidates per backend and policy, programs that
+still compute the model after partitioning and lowering (reference backend, fresh
+random inputs, ``dnnc.numerics.TOLERANCE``), measurement cache keys, the
+decision record and the structure of ``dnnc explain`` (not its numbers)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+from click.testing import CliRunner
+from torch import nn
+
+from dnnc import knobs
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
+from dnnc.cli import main
+from dnnc.ir import cudnn, tcp
+from dnnc.ir.program import Program
+from dnnc.partition import DECISIONS_ATTR
+from dnnc.partition.candidates import enumerate_candidates, graph_nodes
+from dnnc.partition.cost import H100, estimate_ms, peaks_for, work_of
+from dnnc.partition.explain import GROUP_HEADER, explain_lines
+from dnnc.partition.extract import extract
+from dnnc.partition.measure import lower_alone, measurement_key
+from dnnc.partition.partitioner import Partition
+from dnnc.passes import parse_passes
+from dnnc.pipeline import PARTITIONED, run_passes
+from tests.compile_helpers import compile_program, eager_exact, flat, run_reference
+from tests.numerics import assert_matches
+
+BACKENDS = ("cudnn", "triton")
+
+
+class Block(nn.Module):
+    """conv+bn+relu, maxpool, a residual conv block, global pool and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2))
+        self.conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        y = torch.relu(self.conv(y) + y)
+        return self.head(y.mean((2, 3)))
+
+
+def block_program(dtype: torch.dtype = torch.float32) -> tuple[Program, nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = Block().eval()
+    for m in model.modules():  # batch-norm statistics that are not the identity
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    model = model.to(dtype)
+    x = torch.randn(2, 3, 16, 16, dtype=dtype)
+    return compile_program(model, [x]), model, x
+
+
+def partitioned(program: Program, policy: str) -> dict:
+    run_passes(program, [Partition(policy=policy, backends=BACKENDS)])
+    return json.loads(program.entry.attributes[DECISIONS_ATTR].data)
+
+
+def test_candidates_per_backend_and_policy() -> None:
+    program, _, _ = block_program()
+    nodes = graph_nodes(program.entry.body.block)
+    assert not any(isinstance(op, tcp.BroadcastOp) for op in nodes), "bias broadcasts are compile-time, not nodes"
+    auto = enumerate_candidates(nodes, BACKENDS, "auto")
+    kinds = Counter(c.kind for c in auto if c.backend == "cudnn")
+    # every prefix of each epilogue: the stem conv, the residual conv, the head matmul
+    assert {"conv", "conv_bias", "conv_bias_relu", "conv_bias_add", "conv_bias_add_relu", "matmul", "matmul_bias"} <= set(kinds)
+    assert {"conv2d", "pool", "reduce", "matmul"} <= {c.kind for c in auto if c.backend == "triton"}
+    roots = {min(c.covers) for c in auto if c.backend == "cudnn"}
+    cudnn_only = enumerate_candidates(nodes, BACKENDS, "cudnn-only")
+    assert not any(c.backend == "triton" and c.covers & roots for c in cudnn_only)
+    assert not any(c.backend == "cudnn" for c in enumerate_candidates(nodes, BACKENDS, "triton-only"))
+    torch_only = enumerate_candidates(nodes, ("cudnn",), "auto")
+    assert {c.backend for c in torch_only} <= {"cudnn", "torch", "view"}
+    with pytest.raises(ValueError, match="unknown partition policy"):
+        enumerate_candidates(nodes, BACKENDS, "fastest")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("policy", ["auto", "cudnn-only", "triton-only"])
+def test_partitioned_program_computes_the_model(policy: str, dtype: torch.dtype) -> None:
+    program, model, _ = block_program(dtype)
+    record = partitioned(program, policy)
+    run_passes(program, parse_passes(PARTITIONED))
+    ops = list(program.entry.body.block.ops)
+    graphs = [op for op in ops if isinstance(op, cudnn.GraphOp)]
+    triton = [op for op in ops if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"]
+    chosen = Counter(g["backend"] for g in record["groups"])
+    assert len(graphs) == chosen["cudnn"]
+    # triton-fuse builds exactly the chosen kernels, plus a transpose of the NCHW input
+    # where a cuDNN convolution reads it (priced as the candidate's layout_ms)
+    edge = [g for g in triton if group_attr(g, "kind") == "transpose"]
+    assert len(triton) - len(edge) == chosen["triton"]
+    assert len(edge) <= sum(1 for g in record["groups"] if g["layout_ms"] > 0)
+    assert "dnnc.part" not in program.text()
+    loose = [
+        op.name
+        for op in ops
+        if isinstance(op, tcp.TcpOp) and not isinstance(op, (*tcp.SOURCE_OPS, tcp.IsolatedGroupOp, tcp.ReshapeOp, cudnn.GraphOp))
+    ]
+    assert not loose, f"ops left outside any kernel: {loose}"
+    for _ in range(2):  # fresh random inputs each time
+        x = torch.randn(2, 3, 16, 16, dtype=dtype)
+        assert_matches(run_reference(program, [x])[0], flat(eager_exact(model, [x]))[0], dtype)
+
+
+def test_decision_record() -> None:
+    program, _, _ = block_program(torch.float16)
+    record = partitioned(program, "auto")
+    assert record["policy"] == "auto" and record["measured"] is False
+    covered = sorted(n for g in record["groups"] for n in g["nodes"])
+    assert covered == list(range(record["totals"]["nodes"])), "every op in exactly one group"
+    t = record["totals"]
+    assert t["chosen_ms"] <= min(t["cudnn_only_ms"], t["triton_only_ms"]) + 1e-12
+    for g in record["groups"]:
+        assert g["why"] and g["cost_ms"] >= 0 and {"backend", "kind", "ops", "alternatives"} <= set(g)
+
+
+def test_explain_output_structure() -> None:
+    program, _, _ = block_program(torch.float16)
+    record = partitioned(program, "auto")
+    lines = list(explain_lines(record))
+    assert lines[0].startswith("policy: auto") and "roofline estimates" in lines[0]
+    assert lines[1] == GROUP_HEADER
+    assert sum(1 for line in lines if line.strip().startswith("why:")) == len(record["groups"])
+    for label in ("chosen cover", "cudnn-only cover", "triton-only cover", "uncorrected roofline"):
+        assert any(label in line for line in lines), label
+    assert lines[-1] == "estimate vs measurement: nothing measured"
+    short = list(explain_lines(record, alternatives=False))
+    assert not any("why:" in line for line in short) and len(short) < len(lines)
+
+
+def test_explain_command(tmp_path) -> None:
+    record_path = tmp_path / "decisions.json"
+    result = CliRunner().invoke(
+        main,
+        [
+            "explain",
+            "dnnc.models:resnet50",
+            "--arg",
+            "batch=1",
+            "--arg",
+            "image_size=64",
+            "--dtype",
+            "f16",
+            "--backends",
+            "cudnn,triton",
+            "--no-alternatives",
+            "--json",
+            str(record_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert GROUP_HEADER in result.output and "chosen cover" in result.output
+    record = json.loads(record_path.read_text())
+    assert {g["backend"] for g in record["groups"]} <= {"cudnn", "triton", "view"}
+    bad = CliRunner().invoke(main, ["explain", "dnnc.models:resnet50", "--policy", "fastest"])
+    assert bad.exit_code != 0 and "fastest" in bad.output
+
+
+def test_measurement_key_changes_with_every_input(monkeypatch) -> None:
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    cands = [c for c in enumerate_candidates(nodes, BACKENDS, "auto") if c.backend == "cudnn"]
+    a, b = cands[0], cands[1]
+    lowered = lower_alone(a, program.params)
+    base = measurement_key(a, lowered)
+    assert measurement_key(a, lowered) == base, "stable"
+    assert measurement_key(b, lower_alone(b, program.params)) != base, "group text and kind"
+    with knobs.override(autotune=not knobs.get().autotune):
+        assert measurement_key(a, lowered) != base, "autotune setting"
+    from dnnc.partition import measure
+
+    monkeypatch.setattr(measure, "library_versions", lambda: {"torch": "0.0", "triton": None, "cudnn": None})
+    assert measurement_key(a, lowered) != base, "library versions"
+    monkeypatch.setattr(measure, "__version__", "9.9.9")
+    monkeypatch.setattr(measure, "library_versions", measure.library_versions)
+
+
+def test_extract_is_name_free() -> None:
+    """Two identical blocks give one text (so they are measured once)."""
+    program, _, _ = block_program()
+    nodes = graph_nodes(program.entry.body.block)
+    convs = [op for op in nodes if isinstance(op, tcp.Conv2dOp)]
+    texts = {extract([c], program.params).text() for c in convs}
+    assert len(texts) == len({(str(c.operands[0].type), str(c.operands[1].type)) for c in convs})
+
+
+def test_roofline_counts_fusion_in_bytes() -> None:
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    conv = next(op for op in nodes if isinstance(op, tcp.Conv2dOp))
+    chain = [conv, *[u.operation for u in conv.results[0].uses]]
+    alone, fused = work_of([conv]), work_of(chain)
+    assert fused.flops > alone.flops
+    assert fused.bytes < work_of([conv]).bytes + work_of(chain[1:]).bytes, "the conv result no longer goes to memory"
+    assert estimate_ms(fused, "cudnn", "conv_bias", H100) > 0
+    assert peaks_for("NVIDIA H100 80GB HBM3") is H100 and not peaks_for(None).measured

@@ -1,0 +1,37 @@
+"""The partitioner on the GPU with measurement on: candidates are lowered and
+timed alone, the program built from the cheapest cover runs and matches eager as
+closely as eager fp16 does (``assert_as_close_as_eager``), and the record holds
+the measured times. Whether ``auto`` is faster than each single-backend policy
+end to end is the benchmark's question (bench/partition_policies.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dnnc import knobs
+from dnnc.partition.explain import explain_lines
+from tests.runtime.test_gpu_models import _run
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("name", ["resnet50", "gpt2_block"])
+def test_auto_partition_measured(name: str) -> None:
+    with knobs.override(partition="auto", measure=True):
+        compiled, _, _ = _run(name, "cudnn,triton", torch.float16)
+    record = compiled.program.metadata["decisions"]
+    assert record["measured"] and record["totals"]["measured"] > 0
+    assert not compiled._executor.summary()["fallbacks"]  # type: ignore[union-attr]
+    measured = [g for g in record["groups"] if g["measured_ms"] is not None]
+    assert measured and all(g["measured_ms"] > 0 for g in measured)
+    text = "\n".join(explain_lines(record))
+    assert "median relative error" in text
+
+
+@pytest.mark.parametrize("policy", ["cudnn-only", "triton-only"])
+def test_single_backend_policies(policy: str) -> None:
+    with knobs.override(partition=policy, measure=False):
+        compiled, _, _ = _run("resnet50", "cudnn,triton", torch.float16)
+    backends = {g["backend"] for g in compiled.program.metadata["decisions"]["groups"]}
+    assert ("cudnn" in backends) == (policy == "cudnn-only")
