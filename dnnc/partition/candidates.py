@@ -54,7 +54,7 @@ class Candidate:
     """Node indices the group takes over (a broadcast also used elsewhere is cloned, not taken)."""
     fixed: bool = False
     fusion: bool = False
-    """A group Triton's fusion forms in some scenario (timed on a GPU; lone ops are estimated)."""
+    """A group Triton's fusion forms in some scenario (not a lone op added for coverage)."""
     estimated_ms: float = 0.0
     measured_ms: float | None = None
     layout_ms: float = 0.0

@@ -1,7 +1,13 @@
-"""Give every candidate a cost: the roofline estimate, a lowering check, and on a
-GPU a measured time; what is not measured is estimated and corrected by how far
-off the estimate was for the measured candidates of the same backend and kind.
+"""Give every candidate a cost: the roofline estimate and a lowering check for all,
+and on a GPU a measured time for the ones that matter; what is not measured is
+estimated and corrected by how far off the estimate was for the measured
+candidates of the same backend and kind.
 
+Timing every candidate would take minutes (each is compiled first), so the
+partitioner measures in rounds: the groups of the currently cheapest covers
+(auto, cudnn-only, triton-only) are timed, costs are re-calibrated, and the
+covers are solved again until they use no unmeasured group. Candidates are timed
+with the first heuristic plan or config (tuning is for the winners, later).
 Identical groups (the repeated blocks of a ResNet) are lowered and timed once.
 """
 
@@ -36,49 +42,76 @@ class PricingReport:
     calibration: dict[str, float] = field(default_factory=dict)
 
 
-def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks, measure: bool) -> tuple[list[Candidate], PricingReport]:
-    """The candidates that survive (cuDNN ones that lower, measured ones that ran),
-    each with ``estimated_ms``, ``measured_ms`` where timed, and ``cost_ms``."""
+def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tuple[list[Candidate], PricingReport]:
+    """Estimate every candidate and lower each distinct cuDNN one alone; the ones
+    that do not lower are dropped. Costs are the estimates until ``measure``."""
     started = time.perf_counter()
     report = PricingReport()
-    device = torch.device("cuda") if measure else None
-    seen: dict[tuple[str, str, str], float | str | None] = {}
+    lowered: dict[tuple[str, str, str], str | None] = {}
     kept = []
     for c in candidates:
         c.estimated_ms = estimate_ms(work_of(c.ops), c.backend, c.kind, peaks)
-        if c.fixed or c.backend in ("view", "torch") or (c.backend == "triton" and not (measure and c.fusion)):
-            kept.append(c)
-            continue
-        key = (c.backend, c.kind, identity_text(extract(c.ops, params)))
-        if key not in seen:
-            report.unique += 1
-            seen[key] = _lower_and_time(c, params, device, report)
-        outcome = seen[key]
-        if isinstance(outcome, str):
-            report.dropped.append(f"{c.label} ({outcome})")
-            continue
-        c.measured_ms = outcome
-        kept.append(c)
-    report.calibration = calibrate(kept)
-    for c in kept:
-        own = c.measured_ms if c.measured_ms is not None else c.estimated_ms * _factor(report.calibration, c)
         c.layout_ms = layout_conversion_ms(c.ops, c.backend, peaks)
-        c.cost_ms = own + c.layout_ms
+        if c.backend == "cudnn" and not c.fixed:
+            key = identity(c, params)
+            if key not in lowered:
+                report.unique += 1
+                lowered[key] = _lowering_problem(c, params, report)
+            if lowered[key] is not None:
+                report.dropped.append(f"{c.label} ({lowered[key]})")
+                continue
+        kept.append(c)
+    recost(kept, report)
     report.seconds = time.perf_counter() - started
     return kept, report
 
 
-def _lower_and_time(c: Candidate, params: Any, device: torch.device | None, report: PricingReport) -> float | str | None:
-    """Measured ms, None (not measured), or why the candidate cannot run."""
+def measure(chosen: Sequence[Candidate], candidates: Sequence[Candidate], params: Any, report: PricingReport) -> list[Candidate]:
+    """Time the not yet measured candidates among ``chosen`` on the GPU (identical
+    groups once), then re-cost everything by the new calibration. Returns the
+    candidates that remain usable (one that fails to build or run is dropped)."""
+    started = time.perf_counter()
+    device = torch.device("cuda")
+    failed: set[int] = set()
+    with knobs.override(autotune=False):  # plans and configs are tuned for the winners only, later
+        for c in chosen:
+            if c.measured_ms is not None or c.fixed or c.backend not in ("cudnn", "triton"):
+                continue
+            key = identity(c, params)
+            if key not in _TIMES:
+                _TIMES[key] = _time(c, params, device, report)
+            outcome = _TIMES[key]
+            if isinstance(outcome, str):
+                report.dropped.append(f"{c.label} ({outcome})")
+                failed.add(id(c))
+            else:
+                c.measured_ms = outcome
+    kept = [c for c in candidates if id(c) not in failed]
+    recost(kept, report)
+    report.seconds += time.perf_counter() - started
+    return kept
+
+
+_TIMES: dict[tuple[str, str, str], float | str] = {}
+"""Measured ms (or why it cannot run) per distinct group, for this process."""
+
+
+def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
+    return (c.backend, c.kind, identity_text(extract(c.ops, params)))
+
+
+def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str | None:
     try:
-        program = lower_alone(c, params)
+        lower_alone(c, params)
     except DnncError as e:
         return str(e)
     report.lowered += 1
-    if device is None:
-        return None
+    return None
+
+
+def _time(c: Candidate, params: Any, device: torch.device, report: PricingReport) -> float | str:
     try:
-        ms = time_alone(c, program, device)
+        ms = time_alone(c, lower_alone(c, params), device)
     except Exception as e:  # a candidate that breaks while timing is not a choice
         log.info("partition: timing %s failed: %s: %s", c.label, type(e).__name__, e)
         return f"{type(e).__name__} while timing"
@@ -86,6 +119,13 @@ def _lower_and_time(c: Candidate, params: Any, device: torch.device | None, repo
         return "its backend fell back when built alone"
     report.measured += 1
     return ms
+
+
+def recost(candidates: Sequence[Candidate], report: PricingReport) -> None:
+    report.calibration = calibrate(candidates)
+    for c in candidates:
+        own = c.measured_ms if c.measured_ms is not None else c.estimated_ms * _factor(report.calibration, c)
+        c.cost_ms = own + c.layout_ms
 
 
 def calibration_key(c: Candidate) -> str:
