@@ -71,9 +71,6 @@ def live_bytes_peak(sizes: Sequence[int], lifetimes: Sequence[tuple[int, int]], 
     _check(sizes, lifetimes)
     steps = sorted({s for first, last in lifetimes for s in (first, last)})
     return max(
-        (
-            sum(_aligned(size, alignment) for size, (first, last) in zip(sizes, lifetimes) if first <= s <= last)
-            for s in steps
-        ),
+        (sum(_aligned(size, alignment) for size, (first, last) in zip(sizes, lifetimes) if first <= s <= last) for s in steps),
         default=0,
     )
