@@ -74,7 +74,7 @@ def test_arena_runs_equal_the_executor_and_outputs_do_not_alias(lowered, rng: to
 def test_recorded_sources_rebuild_without_compiling_groups(lowered, monkeypatch: pytest.MonkeyPatch) -> None:
     from dnnc.backends.triton import launch
 
-    program, (x, expected) = lowered
+    program, (x, _) = lowered
     built = GpuExecutor(program, "cpu")
     records = triton_records(built.steps)
     assert [r["ordinal"] for r in records] == list(range(built.summary()["steps"]["triton"]))
