@@ -6,7 +6,9 @@ cuBLAS initialise lazily: none of that may happen during a capture), then once
 under capture. Every later call copies its inputs into the static buffers,
 replays, and returns copies of the outputs (the graph's own buffers are rewritten
 by the next replay). A program that cannot be captured (a stopgap op that
-synchronizes, say) runs uncaptured from then on, with a warning.
+synchronizes, say) runs uncaptured from then on, with a warning. A call made while
+the caller is capturing its own CUDA graph runs the kernels uncaptured by us, so
+they land in the caller's graph (no graph launched inside a capture).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class CudaGraphRunner:
         return len(self._graphs)
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        if self.disabled is not None:
+        if self.disabled is not None or torch.cuda.is_current_stream_capturing():
             return self.arena.run(inputs)
         key = _signature(inputs)
         captured = self._graphs.get(key)
