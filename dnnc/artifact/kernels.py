@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from dnnc import knobs
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GroupKernel, group_attr
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.errors import ArtifactError
 from dnnc.ir import cudnn, tcp
 
@@ -86,13 +86,15 @@ class RecordedKernels:
         from dnnc.backends.cudnn import runtime
 
         if op.plan is not None:
-            record = runtime.PlanRecord.from_json(op.plan.data)
             try:
-                return runtime._rebuild(op, device, runtime.handle_for(device), record)
+                record = runtime.PlanRecord.from_json(op.plan.data)
+                handle = runtime.handle_for(device)
+                runtime.load_frontend().set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
+                return runtime._rebuild(op, device, handle, record)
             except Exception as e:
                 warnings.warn(
-                    f"cuDNN engine {record.engine} recorded for a {op.attributes.get('kind', 'graph')} graph does not build here "
-                    f"({type(e).__name__}: {e}); using cuDNN's heuristic plan",
+                    f"the cuDNN plan recorded for a {group_attr(op, GROUP_KIND_ATTR) or 'cudnn'} graph ({op.plan.data}) does not "
+                    f"build here ({type(e).__name__}: {e}); using cuDNN's heuristic plan",
                     ArtifactWarning,
                     stacklevel=2,
                 )

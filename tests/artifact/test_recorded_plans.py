@@ -4,6 +4,8 @@ replaced, so the choice logic runs without a GPU."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from torch import nn
@@ -26,6 +28,8 @@ def graph(rng: torch.Generator, monkeypatch: pytest.MonkeyPatch) -> cudnn.GraphO
     (op,) = [op for op in program.entry.body.walk() if isinstance(op, cudnn.GraphOp)]
     op.plan = str_attr(runtime.PlanRecord(7, {"SPLIT_K": 2}, "engine7").to_json())
     monkeypatch.setattr(runtime, "handle_for", lambda device: "handle")
+    monkeypatch.setattr(runtime, "load_frontend", lambda: SimpleNamespace(set_stream=lambda handle, stream: None))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: SimpleNamespace(cuda_stream=0))
     monkeypatch.setattr(runtime, "_tune", lambda *a: pytest.fail("load timed cuDNN plans"))
     return op
 
@@ -44,6 +48,17 @@ def test_invalid_engine_falls_back_to_heuristics_without_timing(graph: cudnn.Gra
     autotune_seen = []
     monkeypatch.setattr(runtime, "_rebuild", reject)
     monkeypatch.setattr(runtime, "build_kernel", lambda op, device, sig: autotune_seen.append(knobs.get().autotune) or "heur")
-    with knobs.override(autotune=True), pytest.warns(ArtifactWarning, match="cuDNN engine 7 .* not supported on this device"):
+    with (
+        knobs.override(autotune=True),
+        pytest.warns(ArtifactWarning, match=r"cuDNN plan recorded .*\"engine\": 7.* not supported on this device"),
+    ):
         assert RecordedKernels({}).cudnn(graph, torch.device("cpu"), "sig") == "heur"
     assert autotune_seen == [False]
+
+
+def test_unreadable_plan_attribute_falls_back_to_heuristics(graph: cudnn.GraphOp, monkeypatch: pytest.MonkeyPatch) -> None:
+    graph.plan = str_attr("{not json")
+    monkeypatch.setattr(runtime, "_rebuild", lambda *a: pytest.fail("rebuilt an unreadable plan"))
+    monkeypatch.setattr(runtime, "build_kernel", lambda op, device, sig: "heur")
+    with pytest.warns(ArtifactWarning, match="does not build here"):
+        assert RecordedKernels({}).cudnn(graph, torch.device("cpu"), "sig") == "heur"
