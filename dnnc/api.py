@@ -14,19 +14,20 @@ from torch.export import ExportedProgram
 
 from dnnc import knobs
 from dnnc.backends.reference import ReferenceExecutor
-from dnnc.errors import DnncError, InputError
+from dnnc.errors import ArtifactError, DnncError, InputError
 from dnnc.ir.program import Program
-from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
 from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
-from dnnc.runtime.signature import TensorSpec, check_inputs
+from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
 
 
 class CompiledModule:
     """A compiled program, called like the model it came from.
 
-    Inputs are checked against the compiled signature before anything runs;
-    outputs come back in the model's structure (a tensor, tuple, ...).
+    Inputs (torch tensors, or arrays that speak DLPack) are checked against the
+    compiled signature before anything runs; outputs come back in the model's
+    structure (a tensor, tuple, ...). On a GPU the program runs from one memory
+    arena, replayed as a CUDA graph unless ``cuda_graph`` is off.
     """
 
     def __init__(
@@ -37,31 +38,48 @@ class CompiledModule:
         in_spec: Any = None,
         out_spec: Any = None,
         positional: bool = True,
+        *,
+        kernels: Any = None,
+        cuda_graph: bool | None = None,
+        target: str | None = None,
     ):
         self.program = program
         self.report = report
         self.device = device
-        self.input_specs = [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in program.input_types]
+        self.target = target or target_of(device)
+        """What the program was compiled for: ``cpu`` or ``sm_<capability>``."""
+        self.input_specs = specs_of(program.input_types)
         self._in_spec = in_spec
         self._positional = positional  # the example inputs were plain positional tensors
         self._out_spec = out_spec
         if device == "cuda":
+            from dnnc.runtime.arena import ArenaRunner
+            from dnnc.runtime.cuda_graph import CudaGraphRunner
             from dnnc.runtime.gpu_executor import GpuExecutor
 
             started = time.perf_counter()
-            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda")
-            report.add("gpu-build", started, None)  # cuDNN plans built and tuned, kernels compiled
+            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda", kernels)
+            report.add("gpu-build", started, None)  # cuDNN plans built (tuned unless recorded), kernels compiled
             self._executor.announce()
+            arena = ArenaRunner(self._executor)
+            graphed = knobs.get().cuda_graph if cuda_graph is None else cuda_graph
+            self._runner: Any = CudaGraphRunner(arena) if graphed else arena
         else:
             self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
+            self._runner = self._executor
 
     def __call__(self, *args: Any) -> Any:
-        flat = self._flatten(args)
+        flat = as_tensors(self._flatten(args))
         check_inputs(self.input_specs, flat, self.device)
-        outputs = self._executor.run(flat)
+        outputs = self._runner.run(flat)
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)
+
+    @property
+    def memory_peak_bytes(self) -> int | None:
+        """Size of the arena that holds every intermediate (GPU only; None on the reference backend)."""
+        return getattr(self._runner, "peak_bytes", None)
 
     def _flatten(self, args: tuple[Any, ...]) -> list[Any]:
         """Inputs structured like the example inputs, flattened to the program's
@@ -83,6 +101,48 @@ class CompiledModule:
         self.program.save(path)
         return Path(path)
 
+    def save(self, path: str | Path) -> Path:
+        """Write an artifact (``model.dnnc``) that ``dnnc.load`` runs without compiling
+        or tuning again; a path ending in ``.mlir`` writes the IR instead."""
+        if Path(path).suffix == ".mlir":
+            return self.save_ir(path)
+        from dnnc.artifact.kernels import triton_records
+        from dnnc.artifact.store import ArtifactContents, save_artifact
+
+        structure = {
+            "in_spec": _spec_text(self._in_spec),
+            "out_spec": _spec_text(self._out_spec),
+            "positional": self._positional,
+        }
+        summary: dict[str, Any] = {"memory_peak_bytes": self.memory_peak_bytes}
+        triton: list[dict[str, Any]] = []
+        if self.device == "cuda":
+            executor = self._executor
+            summary.update(executor.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
+            triton = triton_records(executor.steps)  # type: ignore[union-attr]
+        return save_artifact(ArtifactContents(self.program, self.target, structure, triton, summary), path)
+
+
+def target_of(device: str) -> str:
+    """``cpu``, or the current GPU's ``sm_<major><minor>``."""
+    if device != "cuda":
+        return "cpu"
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _spec_text(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    try:
+        return pytree.treespec_dumps(spec)
+    except Exception:  # a container type pytree cannot serialise: outputs come back flat
+        return None
+
+
+def _spec_from_text(text: str | None) -> Any:
+    return None if text is None else pytree.treespec_loads(text)
+
 
 def resolve_device(device: str | None) -> str:
     """Where the program runs: ``auto`` takes the GPU when there is one and says
@@ -103,9 +163,14 @@ def resolve_device(device: str | None) -> str:
 
 
 def compile(  # noqa: A001 - the public name users expect
-    model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] | torch.Tensor = (), *, device: str | None = None
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: Sequence[Any] | torch.Tensor = (),
+    *,
+    device: str | None = None,
+    cuda_graph: bool | None = None,
 ) -> CompiledModule:
-    """Compile a PyTorch model (or an ExportedProgram) for the given example inputs."""
+    """Compile a PyTorch model (or an ExportedProgram) for the given example inputs.
+    ``cuda_graph``: replay the program as one CUDA graph (default: ``knobs.cuda_graph``)."""
     target = resolve_device(device)
     report = CompileReport()
     ep = exported_program(model, example_inputs, report)
@@ -114,7 +179,7 @@ def compile(  # noqa: A001 - the public name users expect
         lower_for_gpu(program, report)
     args, kwargs = ep.example_inputs or ((), {})
     positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
-    return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional)
+    return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional, cuda_graph=cuda_graph)
 
 
 def explain(
@@ -142,3 +207,41 @@ def explain(
     run_passes(program, [Partition(policy=policy, backends=tuple(backends or ()))])
     record = program.entry.attributes.get(DECISIONS_ATTR)
     return json.loads(record.data) if record is not None else {}  # type: ignore[attr-defined]
+
+
+def load(path: str | Path, *, device: str | None = None, cuda_graph: bool | None = None) -> CompiledModule:
+    """A module saved with ``CompiledModule.save``, ready to call: nothing is compiled
+    again from the model and no plan or config is timed (cuDNN plans are rebuilt from
+    their recorded engines, Triton kernels from their recorded source).
+
+    ``device``: ``auto`` (default) runs a GPU artifact on the GPU when there is one and
+    on the CPU reference backend otherwise; an artifact compiled for ``cpu`` runs there only.
+    """
+    from dnnc.artifact.kernels import RecordedKernels, parse_triton_records
+    from dnnc.artifact.store import read_artifact, triton_member
+    from dnnc.artifact.target import runtime_device
+
+    started = time.perf_counter()
+    contents = read_artifact(path)
+    report = CompileReport()
+    report.add("read-artifact", started, contents.program)
+    where = runtime_device(contents.target, device, Path(path))
+    kernels = None
+    if where == "cuda":
+        kernels = RecordedKernels(parse_triton_records(contents.triton, triton_member(contents.target)))
+    structure = contents.structure
+    try:
+        in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))
+    except Exception as e:
+        raise ArtifactError(f"artifact {path}: manifest field 'structure' holds an unreadable pytree spec: {e}") from None
+    return CompiledModule(
+        contents.program,
+        report,
+        where,
+        in_spec,
+        out_spec,
+        bool(structure.get("positional", True)),
+        kernels=kernels,
+        cuda_graph=cuda_graph,
+        target=contents.target,
+    )

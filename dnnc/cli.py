@@ -51,36 +51,66 @@ def main() -> None:
 # compile ------------------------------------------------------------------------------
 
 
+_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
 @main.command("compile")
 @click.argument("model")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="IR file to write (default: FACTORY.mlir).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Artifact to write (model.dnnc), or IR when it ends in .mlir (default: FACTORY.mlir).",
+)
 @click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where the program will run.")
+@click.option("--dtype", type=click.Choice(list(_DTYPES)), default=None, help="Cast the model and its floating inputs first.")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N.")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
 @click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
 @user_errors
 def compile_command(
-    model: str, output: Path | None, factory_args: tuple[str, ...], device: str | None, dump_dir: Path | None, check: bool
+    model: str,
+    output: Path | None,
+    factory_args: tuple[str, ...],
+    device: str | None,
+    dtype: str | None,
+    batch: int | None,
+    dump_dir: Path | None,
+    check: bool,
 ) -> None:
     """Compile MODEL (path/to/file.py:factory or package.module:factory).
 
     The factory returns (model, example_inputs); the program is compiled for those
-    shapes and dtypes. Writes the IR and its parameters (.safetensors) and prints
-    a summary of what was compiled.
+    shapes and dtypes. Writes an artifact (``-o model.dnnc``: run it with ``dnnc run``,
+    ``dnnc bench``, ``dnnc.load``) or the IR and its parameters (``-o x.mlir``), and
+    prints a summary of what was compiled.
     """
     import dnnc
     from dnnc.model_loader import load_model, parse_kwargs
 
+    kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
     with knobs.override(dump_dir=dump_dir) if dump_dir else contextlib.nullcontext():
-        started = time.perf_counter()
-        module, inputs, name = load_model(model, parse_kwargs(factory_args))
+        with console.status("loading the model"):
+            started = time.perf_counter()
+            module, inputs, name = load_model(model, kwargs)
+            if dtype is not None:
+                module, inputs = _cast(module, inputs, _DTYPES[dtype])
         console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
-        compiled = dnnc.compile(module, inputs, device=device)
+        with console.status(f"compiling {name} (export, canonicalize, lower, build kernels)"):
+            compiled = dnnc.compile(module, inputs, device=device)
     output = output or Path(f"{name}.mlir")
-    compiled.save_ir(output)
+    with console.status(f"writing {output}"):
+        compiled.save(output)
     _print_summary(compiled, output)
     if check:
-        _check_against_eager(compiled, module, inputs)
+        with console.status("checking against PyTorch eager"):
+            _check_against_eager(compiled, module, inputs)
+
+
+def _cast(module: torch.nn.Module, inputs: tuple[Any, ...], dtype: torch.dtype) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+    cast = tuple(x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+    return module.to(dtype), cast
 
 
 def _print_summary(compiled: Any, output: Path) -> None:
@@ -109,7 +139,12 @@ def _print_summary(compiled: Any, output: Path) -> None:
             console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
     else:
         console.print(f"backend: CPU reference ({compiled.device})")
-    console.print(f"wrote {output} and {params_path_for(output)}")
+    if output.suffix == ".mlir":
+        console.print(f"wrote {output} and {params_path_for(output)}")
+    else:
+        peak = compiled.memory_peak_bytes
+        arena = f"; memory plan peak {peak / 1e6:.1f} MB" if peak is not None else ""
+        console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB, target {compiled.target}{arena})")
 
 
 def _random_like(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -193,12 +228,12 @@ def explain_command(
 
 
 @main.command("run")
-@click.argument("ir_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("program_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--params",
     "params_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Parameters (default: IR_FILE with .safetensors).",
+    help="Parameters of an IR file (default: IR_FILE with .safetensors).",
 )
 @click.option(
     "--input",
@@ -209,28 +244,69 @@ def explain_command(
 )
 @click.option("--output", "outputs", multiple=True, metavar="FILE.npy", help="Write output i to the i-th file.")
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default=None, help="Reference backend compute precision.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where an artifact runs.")
 @user_errors
 def run_command(
-    ir_file: Path, params_file: Path | None, inputs: tuple[str, ...], outputs: tuple[str, ...], precision: str | None
+    program_file: Path,
+    params_file: Path | None,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    precision: str | None,
+    device: str | None,
 ) -> None:
-    """Run compiled IR on the CPU reference backend, iree-run-module style."""
-    from dnnc.backends.reference import ReferenceExecutor
+    """Run an artifact (model.dnnc) or IR (x.mlir, on the CPU reference backend),
+    iree-run-module style."""
     from dnnc.inputs import parse_input, save_npy
-    from dnnc.runtime.signature import TensorSpec, check_inputs
 
-    program = Program.load(ir_file, params_file)
     tensors = [parse_input(spec, seed=i) for i, spec in enumerate(inputs)]
-    specs = [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in program.input_types]
-    check_inputs(specs, tensors)
-    if len(outputs) > len(program.output_types):
-        raise DnncError(f"{len(outputs)} --output files given for {len(program.output_types)} outputs")
-    executor = ReferenceExecutor(program, precision or knobs.get().reference_precision)
-    results = executor.run(tensors)
-    for i, (result, t) in enumerate(zip(results, program.output_types)):
+    with knobs.override(reference_precision=precision) if precision else contextlib.nullcontext():
+        if _is_artifact(program_file):
+            if params_file is not None:
+                raise DnncError(f"--params applies to IR files; artifact {program_file} holds its own parameters")
+            results, types = _run_artifact(program_file, tensors, len(outputs), device)
+        else:
+            results, types = _run_ir(program_file, params_file, tensors, len(outputs))
+    for i, (result, t) in enumerate(zip(results, types)):
         out.print(f"result[{i}]: {describe(t)}")
         out.print(_preview(result))
         if i < len(outputs):
             save_npy(result, outputs[i])
+
+
+def _is_artifact(path: Path) -> bool:
+    import zipfile
+
+    return path.suffix == ".dnnc" or (path.is_file() and zipfile.is_zipfile(path))
+
+
+def _check_output_count(given: int, program: Program) -> None:
+    if given > len(program.output_types):
+        raise DnncError(f"{given} --output files given for {len(program.output_types)} outputs")
+
+
+def _run_ir(path: Path, params_file: Path | None, tensors: list[torch.Tensor], n_outputs: int) -> tuple[list, list]:
+    from dnnc.backends.reference import ReferenceExecutor
+    from dnnc.runtime.signature import check_inputs, specs_of
+
+    program = Program.load(path, params_file)
+    check_inputs(specs_of(program.input_types), tensors)
+    _check_output_count(n_outputs, program)
+    return ReferenceExecutor(program, knobs.get().reference_precision).run(tensors), program.output_types
+
+
+def _run_artifact(path: Path, tensors: list[torch.Tensor], n_outputs: int, device: str | None) -> tuple[list, list]:
+    import torch.utils._pytree as pytree
+
+    import dnnc
+    from dnnc.runtime.signature import check_inputs
+
+    module = dnnc.load(path, device=device)
+    check_inputs(module.input_specs, tensors)  # before anything moves to the device
+    _check_output_count(n_outputs, module.program)
+    results = pytree.tree_leaves(module(*[t.to(module.device) for t in tensors]))
+    if module.device == "cuda":
+        console.print(f"[dim]ran on the GPU ({torch.cuda.get_device_name()}), target {module.target}[/dim]")
+    return [r.cpu() for r in results], module.program.output_types
 
 
 def _preview(t: torch.Tensor, count: int = 8) -> str:
@@ -239,6 +315,68 @@ def _preview(t: torch.Tensor, count: int = 8) -> str:
     more = ", ..." if flat.numel() > count else ""
     stats = f"  (min {t.min().item():.6g}, max {t.max().item():.6g})" if t.is_floating_point() and t.numel() else ""
     return f"  [{shown}{more}]{stats}"
+
+
+# bench --------------------------------------------------------------------------------
+
+
+@main.command("bench")
+@click.argument("artifact", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where the artifact runs.")
+@click.option("--iterations", type=click.IntRange(min=1), default=20, show_default=True, help="Timed calls.")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed calls first.")
+@click.option("--cuda-graph/--no-cuda-graph", default=None, help="Replay as a CUDA graph (default: knob cuda_graph).")
+@user_errors
+def bench_command(artifact: Path, device: str | None, iterations: int, warmup: int, cuda_graph: bool | None) -> None:
+    """Median latency, throughput and peak memory of an artifact on fresh random inputs."""
+    import dnnc
+    from dnnc.runtime.bench import bench
+
+    with console.status(f"loading {artifact}"):
+        module = dnnc.load(artifact, device=device, cuda_graph=cuda_graph)
+    with console.status(f"timing {iterations} calls"):
+        result = bench(module, iterations, warmup)
+    where = f"GPU ({torch.cuda.get_device_name()})" if module.device == "cuda" else "CPU reference backend (not the GPU kernels)"
+    out.print(f"backend: {where}")
+    out.print(f"median latency: {result.median_ms:.3f} ms over {result.iterations} calls")
+    out.print(f"throughput: {result.items_per_s:.1f} items/s (batch {result.batch})")
+    out.print(f"peak memory: {result.peak_bytes / 1e6:.1f} MB ({result.peak_kind})")
+    if module.memory_peak_bytes is not None:
+        out.print(f"memory plan (arena for intermediates): {module.memory_peak_bytes / 1e6:.1f} MB")
+
+
+# inspect ------------------------------------------------------------------------------
+
+
+@main.command("inspect")
+@click.argument("artifact", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
+@user_errors
+def inspect_command(artifact: Path, as_json: bool) -> None:
+    """Manifest, signature, ops per backend, memory plan and decisions of an artifact."""
+    import json
+
+    from dnnc.artifact import read_artifact
+    from dnnc.artifact.describe import describe as describe_artifact
+
+    facts = describe_artifact(read_artifact(artifact))
+    if as_json:
+        out.print_json(json.dumps(facts))
+        return
+    m = facts["manifest"]
+    out.print(f"artifact: {artifact} (format {m['format']} schema {m['schema']}, dnnc {m['dnnc']}, created {m.get('created')})")
+    out.print(f"target: {m['target']}" + (f" ({facts['device_name']})" if facts["device_name"] else ""))
+    out.print("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(facts["versions"].items())))
+    out.print(f"inputs: {', '.join(facts['inputs'])}")
+    out.print(f"outputs: {', '.join(facts['outputs'])}")
+    out.print("ops by backend: " + ", ".join(f"{k} {v}" for k, v in sorted(facts["ops_by_backend"].items())))
+    out.print(f"parameters: {facts['parameters']['tensors']} tensors, {facts['parameters']['bytes'] / 1e6:.1f} MB")
+    peak = facts["memory_peak_bytes"]
+    out.print(f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)")
+    for f in facts["fallbacks"]:
+        out.print(f"fallback: {f['backend']} group {f['kind']}: {f['reason']}")
+    decisions = facts["decisions"]
+    out.print("decisions: " + (json.dumps(decisions, indent=1) if decisions is not None else "none recorded"))
 
 
 # opt ----------------------------------------------------------------------------------

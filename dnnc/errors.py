@@ -34,3 +34,8 @@ class ModelLoadError(DnncError):
 
 class BackendUnavailable(DnncError):
     """A backend's library or device is missing (e.g. the cuDNN frontend on a CPU machine)."""
+
+
+class ArtifactError(DnncError):
+    """A ``.dnnc`` artifact that is missing, truncated, corrupt, of another schema
+    version, or built for a target it cannot run on here."""

@@ -52,6 +52,9 @@ class Knobs:
     gpu_backends: str = "cudnn,triton"
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
+    cuda_graph: bool = True
+    """Replay a whole compiled program as one CUDA graph per input signature (captured on
+    the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
 
 
 _ENV = {
@@ -67,8 +70,9 @@ _ENV = {
     "gpu_backends": "DNNC_GPU_BACKENDS",
     "partition": "DNNC_PARTITION",
     "measure": "DNNC_MEASURE",
+    "cuda_graph": "DNNC_CUDA_GRAPH",
 }
-_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure")
+_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure", "cuda_graph")
 _CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "reference_precision": ("float32", "float64"),

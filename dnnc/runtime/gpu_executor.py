@@ -8,16 +8,20 @@ graph or group whose backend fails at build time falls back the same way, with
 the reason logged, never a crash.
 
 Per call, outputs of kernels are allocated through torch's caching allocator on
-the current stream and kernels are enqueued without synchronizing.
+the current stream (or taken from a caller's ``allocate``, e.g. the arena of
+``runtime.arena``) and kernels are enqueued without synchronizing.
+
+How kernels are obtained is a ``KernelSource``: ``TunedKernels`` (compile time:
+tune cuDNN plans and Triton configs) or an artifact's recorded choices.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from xdsl.dialects import func
@@ -79,10 +83,39 @@ class Fallback:
     reason: str
 
 
+class KernelSource(Protocol):
+    """Builds the kernel of one cuDNN graph or Triton group; raising falls back to torch ops."""
+
+    def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel: ...
+
+    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int, device: torch.device) -> GroupKernel:
+        """``ordinal``: the group's position among the program's Triton groups."""
+        ...
+
+
+class TunedKernels:
+    """Compile time: cuDNN plans tuned (or rebuilt from the plan cache), Triton configs timed."""
+
+    def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel:
+        from dnnc.backends.cudnn.runtime import build_kernel
+
+        return build_kernel(op, device, signature)
+
+    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int, device: torch.device) -> GroupKernel:
+        from dnnc.backends.triton import compile_group
+
+        return compile_group(op, device)
+
+
+Allocate = Callable[[int, "Step"], list[torch.Tensor]]
+"""Output tensors for step ``i`` (a kernel step), in place of fresh allocations."""
+
+
 class GpuExecutor:
-    def __init__(self, program: Program, device: torch.device | str = "cuda"):
+    def __init__(self, program: Program, device: torch.device | str = "cuda", kernels: KernelSource | None = None):
         self.program = program
         self.device = torch.device(device)
+        self.kernels = kernels or TunedKernels()
         params = {
             op.param_name: program.params[op.param_name].to(self.device, torch_dtype(element_of(op.result))).contiguous()
             for op in program.param_ops()
@@ -92,6 +125,7 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
+        self._triton_groups = 0
         built: dict[str, GroupKernel] = {}
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
@@ -111,14 +145,15 @@ class GpuExecutor:
             kernel = self._cudnn_kernel(op, built)
             return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
         if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
-            kernel = self._triton_kernel(op)
+            kernel = self._triton_kernel(op, self._triton_groups)
+            self._triton_groups += 1
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
         if isinstance(op, tcp.ReshapeOp):
             return Step(op, "view")  # a row-major reshape moves no data
         return Step(op, "torch")
 
     def _cudnn_kernel(self, op: cudnn.GraphOp, built: dict[str, GroupKernel]) -> GroupKernel | None:
-        from dnnc.backends.cudnn.runtime import GraphUnsupported, build_kernel
+        from dnnc.backends.cudnn.runtime import GraphUnsupported
         from dnnc.backends.cudnn.signature import graph_signature
         from dnnc.errors import BackendUnavailable
 
@@ -127,21 +162,19 @@ class GpuExecutor:
             op.plan = cudnn_plan_attr(built[sig])
             return built[sig]
         try:
-            kernel = build_kernel(op, self.device, sig)
+            kernel = self.kernels.cudnn(op, self.device, sig)
         except (GraphUnsupported, BackendUnavailable) as e:
             self._fell_back(op, "cudnn", str(e))
             return None
         built[sig] = kernel
         return kernel
 
-    def _triton_kernel(self, op: tcp.IsolatedGroupOp) -> GroupKernel | None:
+    def _triton_kernel(self, op: tcp.IsolatedGroupOp, ordinal: int) -> GroupKernel | None:
         try:
-            from dnnc.backends.triton import compile_group
+            return self.kernels.triton(op, ordinal, self.device)
         except ImportError as e:
             self._fell_back(op, "triton", f"the Triton backend is not available: {e}")
             return None
-        try:
-            return compile_group(op, self.device)
         except Exception as e:  # the stopgap runs the group instead
             self._fell_back(op, "triton", f"{type(e).__name__}: {e}")
             return None
@@ -152,13 +185,17 @@ class GpuExecutor:
         log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, reason)
 
     @torch.inference_mode()
-    def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def run(self, inputs: Sequence[torch.Tensor], allocate: Allocate | None = None) -> list[torch.Tensor]:
+        """Outputs may be views of ``allocate``'s buffers; callers that reuse those copy them out."""
         env: dict[SSAValue, Value] = dict(self.statics)
         env.update(zip(self.block.args, inputs))
-        for step, dead in zip(self.steps, self._dead_after):
+        for index, (step, dead) in enumerate(zip(self.steps, self._dead_after)):
             operands = [env[v] for v in step.op.operands]
             if step.kernel is not None:
-                outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in step.out_specs]
+                if allocate is not None:
+                    outs = allocate(index, step)
+                else:
+                    outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in step.out_specs]
                 step.kernel.launch([t if t.is_contiguous() else t.contiguous() for t in operands], outs)
             else:
                 outs = run_stopgap(step.op, operands, self.env)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+from xdsl.dialects.builtin import TensorType
 
 from dnnc.errors import InputError
+from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,25 @@ class TensorSpec:
 
     def describe(self) -> str:
         return f"{list(self.shape)} {str(self.dtype).removeprefix('torch.')}"
+
+
+def specs_of(types: Sequence[TensorType]) -> list[TensorSpec]:
+    """The specs of a program's input or output types."""
+    return [TensorSpec(shape_of(t), torch_dtype(element_of(t))) for t in types]
+
+
+def as_tensors(args: Sequence[Any]) -> list[Any]:
+    """Torch tensors as given; other arrays that speak DLPack (``__dlpack__``: NumPy,
+    CuPy, JAX ...) as zero-copy torch views; anything else is left for ``check_inputs``."""
+    converted = []
+    for i, arg in enumerate(args):
+        if not isinstance(arg, torch.Tensor) and hasattr(arg, "__dlpack__"):
+            try:
+                arg = torch.from_dlpack(arg)
+            except Exception as e:  # each array library raises its own error types
+                raise InputError(f"input {i}: {type(arg).__name__} could not be taken through DLPack: {e}") from None
+        converted.append(arg)
+    return converted
 
 
 def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: torch.device | str | None = None) -> None:

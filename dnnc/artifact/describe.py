@@ -1,0 +1,45 @@
+"""What ``dnnc inspect`` shows of an artifact, as plain data (the CLI formats it)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from xdsl.dialects import func
+
+from dnnc.artifact.store import ArtifactContents
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
+from dnnc.ir import cudnn, tcp
+
+
+def ops_by_backend(contents: ArtifactContents) -> dict[str, int]:
+    """Top-level ops of the entry function by who runs them: ``cudnn`` graphs, ``triton``
+    groups, and ``tcp`` ops (reference rules on the CPU, torch ops on the GPU)."""
+    counts: Counter[str] = Counter()
+    for op in contents.program.entry.body.block.ops:
+        if isinstance(op, (func.ReturnOp, *tcp.SOURCE_OPS)):
+            continue
+        if isinstance(op, cudnn.GraphOp):
+            counts["cudnn"] += 1
+        elif isinstance(op, tcp.IsolatedGroupOp):
+            counts[group_attr(op, GROUP_BACKEND_ATTR) or "group"] += 1
+        else:
+            counts["tcp"] += 1
+    return dict(counts)
+
+
+def describe(contents: ArtifactContents) -> dict[str, Any]:
+    assert contents.manifest is not None
+    m = contents.manifest.data
+    return {
+        "manifest": {k: m[k] for k in ("format", "schema", "dnnc", "created", "target") if k in m},
+        "versions": m.get("versions", {}),
+        "inputs": [s.describe() for s in contents.manifest.inputs],
+        "outputs": [s.describe() for s in contents.manifest.outputs],
+        "ops_by_backend": ops_by_backend(contents),
+        "parameters": {"tensors": len(contents.program.params), "bytes": contents.program.params.nbytes()},
+        "memory_peak_bytes": contents.summary.get("memory_peak_bytes"),
+        "fallbacks": contents.summary.get("fallbacks", []),
+        "device_name": contents.summary.get("device_name"),
+        "decisions": contents.program.metadata.get("decisions"),
+    }

@@ -1,0 +1,144 @@
+"""The manifest: what an artifact holds, what built it, and for which target.
+
+Compatibility policy: the ``schema`` number decides whether this dnnc can read an
+artifact, so a different schema is refused. The dnnc version that wrote it is
+checked too: another major or minor version is refused (the IR dialects may have
+changed), another patch version loads with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dnnc.artifact.kernels import ArtifactWarning
+from dnnc.errors import ArtifactError
+from dnnc.runtime.signature import TensorSpec
+from dnnc.version import __version__
+
+FORMAT = "dnnc-artifact"
+SCHEMA_VERSION = 1
+_TARGET = re.compile(r"^(cpu|sm_\d+)$")
+_DTYPES = {
+    str(d).removeprefix("torch."): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
+}
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of what built the artifact (recorded, shown by ``dnnc inspect``)."""
+    found: dict[str, str | None] = {"torch": torch.__version__}
+    for key, package in (("triton", "triton"), ("cudnn_frontend", "nvidia-cudnn-frontend")):
+        try:
+            found[key] = version(package)
+        except PackageNotFoundError:
+            found[key] = None
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    found["cudnn"] = str(cudnn) if cudnn else None
+    return found
+
+
+def spec_json(spec: TensorSpec) -> dict[str, Any]:
+    return {"shape": list(spec.shape), "dtype": str(spec.dtype).removeprefix("torch.")}
+
+
+@dataclass
+class Manifest:
+    data: dict[str, Any]
+    source: Path
+
+    @property
+    def target(self) -> str:
+        return self.data["target"]
+
+    @property
+    def members(self) -> dict[str, str]:
+        return self.data["members"]
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        return self._specs("inputs")
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return self._specs("outputs")
+
+    def _specs(self, field: str) -> list[TensorSpec]:
+        return [TensorSpec(tuple(s["shape"]), _DTYPES[s["dtype"]]) for s in self.data[field]]
+
+
+def _field_error(source: Path, field: str, expected: str, got: Any) -> ArtifactError:
+    return ArtifactError(f"artifact {source}: manifest field {field!r} must be {expected}, got {got!r}")
+
+
+def _require(data: dict[str, Any], source: Path, field: str, kind: type | tuple[type, ...], expected: str) -> Any:
+    if field not in data:
+        raise ArtifactError(f"artifact {source}: manifest has no field {field!r}")
+    if not isinstance(data[field], kind):
+        raise _field_error(source, field, expected, data[field])
+    return data[field]
+
+
+def _check_specs(data: dict[str, Any], source: Path, field: str) -> None:
+    for i, s in enumerate(_require(data, source, field, list, "a list of {shape, dtype}")):
+        ok = (
+            isinstance(s, dict)
+            and isinstance(s.get("shape"), list)
+            and all(isinstance(d, int) and d >= 0 for d in s["shape"])
+            and s.get("dtype") in _DTYPES
+        )
+        if not ok:
+            raise _field_error(source, f"{field}[{i}]", f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}}}", s)
+
+
+def _check_dnnc_version(written: str, source: Path) -> None:
+    theirs, ours = written.split("."), __version__.split(".")
+    if theirs[:2] != ours[:2]:
+        raise ArtifactError(
+            f"artifact {source} was written by dnnc {written}; this is dnnc {__version__}, which loads artifacts of "
+            f"dnnc {'.'.join(ours[:2])}.x only: compile the model again"
+        )
+    if theirs != ours:
+        warnings.warn(
+            f"artifact {source} was written by dnnc {written}; loading it with dnnc {__version__}", ArtifactWarning, stacklevel=3
+        )
+
+
+def parse_manifest(raw: bytes, source: Path) -> Manifest:
+    """Validate the manifest's JSON, schema, versions and field types; errors name the field."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"artifact {source}: manifest.json is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ArtifactError(f"artifact {source}: manifest.json must hold a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise _field_error(source, "format", repr(FORMAT), data.get("format"))
+    schema = _require(data, source, "schema", int, "an integer")
+    if schema != SCHEMA_VERSION:
+        raise ArtifactError(
+            f"artifact {source}: manifest field 'schema' is {schema}, but this dnnc ({__version__}) reads schema "
+            f"{SCHEMA_VERSION} only: compile the model again with this dnnc"
+        )
+    written = _require(data, source, "dnnc", str, "a version string like '0.1.0'")
+    target = _require(data, source, "target", str, "'cpu' or 'sm_<capability>' like 'sm_90'")
+    if not _TARGET.match(target):
+        raise _field_error(source, "target", "'cpu' or 'sm_<capability>' like 'sm_90'", target)
+    _check_specs(data, source, "inputs")
+    _check_specs(data, source, "outputs")
+    members = _require(data, source, "members", dict, "an object of member name -> SHA-256")
+    if not all(isinstance(v, str) for v in members.values()):
+        raise _field_error(source, "members", "an object of member name -> SHA-256", members)
+    _require(data, source, "structure", dict, "an object")
+    _check_dnnc_version(written, source)
+    return Manifest(data, source)
+
+
+def capability_of(target: str) -> int | None:
+    return None if target == "cpu" else int(target.removeprefix("sm_"))

@@ -1,0 +1,147 @@
+"""Saving a compiled module as one ``.dnnc`` file and reading one back.
+
+Members (README.md, "Artifacts"): ``manifest.json``, ``program.mlir`` (the IR of
+the final stage, cuDNN plans on their ops), ``params.safetensors``,
+``metadata.json`` (``Program.metadata`` verbatim, e.g. the partitioner's
+decisions) and, for GPU targets, ``kernels/<target>/triton.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from dnnc.artifact.archive import MANIFEST, Archive, sha256, write_archive
+from dnnc.artifact.kernels import parse_triton_records
+from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, library_versions, parse_manifest, spec_json
+from dnnc.errors import ArtifactError, DnncError
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
+from dnnc.runtime.signature import specs_of
+from dnnc.version import __version__
+
+PROGRAM = "program.mlir"
+PARAMS = "params.safetensors"
+METADATA = "metadata.json"
+REQUIRED = (PROGRAM, PARAMS, METADATA)
+
+
+def triton_member(target: str) -> str:
+    return f"kernels/{target}/triton.json"
+
+
+@dataclass
+class ArtifactContents:
+    """What a compiled module needs to be saved, or what a read artifact holds."""
+
+    program: Program
+    target: str
+    structure: dict[str, Any] = field(default_factory=dict)
+    """``in_spec`` / ``out_spec`` (pytree specs as JSON strings, or None) and ``positional``."""
+    triton: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    """Facts for ``dnnc inspect``: ``steps`` per backend, ``memory_peak_bytes``, device name."""
+    manifest: Manifest | None = None
+
+
+def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
+    path = Path(path)
+    program = contents.program
+    program.prune_params()
+    members = {
+        PROGRAM: program.text().encode(),
+        PARAMS: save_safetensors({k: v.detach().contiguous().clone() for k, v in program.params.items()}),
+        METADATA: json.dumps(program.metadata, indent=1, sort_keys=True).encode(),
+    }
+    if contents.target != "cpu":
+        members[triton_member(contents.target)] = json.dumps(contents.triton, indent=1).encode()
+    manifest = {
+        "format": FORMAT,
+        "schema": SCHEMA_VERSION,
+        "dnnc": __version__,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "versions": library_versions(),
+        "target": contents.target,
+        "inputs": [spec_json(s) for s in specs_of(program.input_types)],
+        "outputs": [spec_json(s) for s in specs_of(program.output_types)],
+        "structure": contents.structure,
+        "summary": contents.summary,
+        "members": {name: sha256(data) for name, data in members.items()},
+    }
+    members[MANIFEST] = json.dumps(manifest, indent=1, sort_keys=True).encode()
+    write_archive(path, members)
+    return path
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    archive = Archive(Path(path))
+    try:
+        return parse_manifest(archive.raw(MANIFEST), archive.path)
+    finally:
+        archive.close()
+
+
+def read_artifact(path: str | Path) -> ArtifactContents:
+    """Every member present and unchanged, the IR verified against its parameters and the manifest."""
+    path = Path(path)
+    archive = Archive(path)
+    try:
+        manifest = parse_manifest(archive.raw(MANIFEST), path)
+        listed = manifest.members
+        for name in (*REQUIRED, *([triton_member(manifest.target)] if manifest.target != "cpu" else [])):
+            if name not in listed:
+                raise ArtifactError(f"artifact {path}: manifest field 'members' does not list {name!r}")
+        data = {name: archive.read(name, digest) for name, digest in listed.items()}
+    finally:
+        archive.close()
+    program = Program(_module(data[PROGRAM], path), _params(data[PARAMS], path), _json(data[METADATA], METADATA, path))
+    try:
+        program.verify(f"{path}:{PROGRAM}")
+    except DnncError as e:
+        raise ArtifactError(f"artifact {path}: {e}") from None
+    _check_signature(manifest, program, path)
+    triton = _json(data[triton_member(manifest.target)], triton_member(manifest.target), path) if manifest.target != "cpu" else []
+    parse_triton_records(triton, f"{path}:{triton_member(manifest.target)}")  # malformed records fail here, not at load
+    summary = manifest.data.get("summary") or {}
+    return ArtifactContents(program, manifest.target, manifest.data["structure"], triton, summary, manifest)
+
+
+def _module(raw: bytes, path: Path) -> Any:
+    try:
+        return parse_ir(raw.decode(), f"{path}:{PROGRAM}")
+    except UnicodeDecodeError as e:
+        raise ArtifactError(f"artifact {path}: member {PROGRAM!r} is not UTF-8 text: {e}") from None
+    except DnncError as e:
+        raise ArtifactError(f"artifact {path}: {e}") from None
+
+
+def _params(raw: bytes, path: Path) -> ParamStore:
+    try:
+        return ParamStore(load_safetensors(raw))
+    except (SafetensorError, ValueError) as e:
+        raise ArtifactError(f"artifact {path}: member {PARAMS!r} is not a readable safetensors file: {e}") from None
+
+
+def _json(raw: bytes, member: str, path: Path) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"artifact {path}: member {member!r} is not valid JSON: {e}") from None
+
+
+def _check_signature(manifest: Manifest, program: Program, path: Path) -> None:
+    for field_name, listed, actual in (
+        ("inputs", manifest.inputs, specs_of(program.input_types)),
+        ("outputs", manifest.outputs, specs_of(program.output_types)),
+    ):
+        if listed != actual:
+            shown = ", ".join(s.describe() for s in actual)
+            raise ArtifactError(f"artifact {path}: manifest field {field_name!r} does not match {PROGRAM} ({shown})")

@@ -1,0 +1,83 @@
+"""Latency, throughput and peak memory of a compiled (or loaded) module, for
+``dnnc bench``. On the GPU: CUDA events around each call (inputs already on the
+device), peak from torch's allocator. On the CPU reference backend: wall clock
+and the process's peak resident memory (what the OS reports; it includes Python
+and torch themselves)."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dnnc.inputs import random_tensor
+from dnnc.runtime.signature import TensorSpec
+
+
+@dataclass
+class BenchResult:
+    backend: str
+    median_ms: float
+    items_per_s: float
+    batch: int
+    peak_bytes: int
+    peak_kind: str
+    """What ``peak_bytes`` measures."""
+    iterations: int
+
+
+def random_inputs(specs: Sequence[TensorSpec], device: str, seed: int = 0) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [random_tensor(s.shape, s.dtype, g).to(device) for s in specs]
+
+
+def batch_of(specs: Sequence[TensorSpec]) -> int:
+    """The leading dimension of the first input with one (1 for scalars)."""
+    return next((s.shape[0] for s in specs if s.shape), 1)
+
+
+def bench(module: Any, iterations: int = 20, warmup: int = 3) -> BenchResult:
+    """``module``: a ``CompiledModule``; inputs are fresh random tensors of its signature."""
+    if iterations < 1:
+        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    inputs = random_inputs(module.input_specs, module.device)
+    batch = batch_of(module.input_specs)
+    on_gpu = module.device == "cuda"
+    if on_gpu:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    for _ in range(warmup):
+        module(*inputs)
+    times = [_gpu_ms(module, inputs) if on_gpu else _cpu_ms(module, inputs) for _ in range(iterations)]
+    median = statistics.median(times)
+    if on_gpu:
+        peak, kind, backend = torch.cuda.max_memory_allocated(), "GPU memory allocated by torch (peak)", "GPU"
+    else:
+        peak, kind, backend = _peak_rss(), "process peak resident memory", "CPU reference"
+    return BenchResult(backend, median, batch / (median / 1e3), batch, peak, kind, iterations)
+
+
+def _gpu_ms(module: Any, inputs: list[torch.Tensor]) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    module(*inputs)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _cpu_ms(module: Any, inputs: list[torch.Tensor]) -> float:
+    started = time.perf_counter()
+    module(*inputs)
+    return (time.perf_counter() - started) * 1e3
+
+
+def _peak_rss() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux

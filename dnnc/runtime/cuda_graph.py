@@ -1,0 +1,91 @@
+"""Replays a whole program as one CUDA graph per input signature.
+
+On the first call with a signature, inputs are copied into static buffers, the
+program runs twice uncaptured on a side stream (Triton modules load, cuDNN and
+cuBLAS initialise lazily: none of that may happen during a capture), then once
+under capture. Every later call copies its inputs into the static buffers,
+replays, and returns copies of the outputs (the graph's own buffers are rewritten
+by the next replay). A program that cannot be captured (a stopgap op that
+synchronizes, say) runs uncaptured from then on, with a warning. A call made while
+the caller is capturing its own CUDA graph runs the kernels uncaptured by us, so
+they land in the caller's graph (no graph launched inside a capture).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dnnc.runtime.arena import ArenaRunner
+
+log = logging.getLogger("dnnc.gpu")
+
+WARMUP_RUNS = 2
+
+
+@dataclass
+class _Captured:
+    graph: Any  # torch.cuda.CUDAGraph
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
+
+
+def _signature(inputs: Sequence[torch.Tensor]) -> tuple:
+    return tuple((tuple(t.shape), t.dtype, t.device) for t in inputs)
+
+
+class CudaGraphRunner:
+    def __init__(self, arena: ArenaRunner):
+        self.arena = arena
+        self._graphs: dict[tuple, _Captured] = {}
+        self.disabled: str | None = None
+        """Why the program runs uncaptured (capture failed), or None."""
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.arena.peak_bytes
+
+    @property
+    def captured(self) -> int:
+        return len(self._graphs)
+
+    def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        if self.disabled is not None or torch.cuda.is_current_stream_capturing():
+            return self.arena.run(inputs)
+        key = _signature(inputs)
+        captured = self._graphs.get(key)
+        if captured is None:
+            captured = self._capture(inputs)
+            if captured is None:
+                return self.arena.run(inputs)
+            self._graphs[key] = captured
+        with torch.inference_mode():
+            for static, x in zip(captured.inputs, inputs):
+                static.copy_(x)
+            captured.graph.replay()
+            return [t.clone() for t in captured.outputs]
+
+    def _capture(self, inputs: Sequence[torch.Tensor]) -> _Captured | None:
+        with torch.inference_mode():
+            static = [torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in inputs]
+        current = torch.cuda.current_stream()
+        side = torch.cuda.Stream(device=current.device)
+        side.wait_stream(current)
+        try:
+            with torch.cuda.stream(side):
+                for _ in range(WARMUP_RUNS):
+                    self.arena.run_in_place(static)
+            current.wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                outputs = self.arena.run_in_place(static)
+        except Exception as e:  # capture is an optimisation: run uncaptured instead
+            torch.cuda.synchronize()
+            self.disabled = f"{type(e).__name__}: {e}"
+            log.warning("dnnc: the program could not be captured in a CUDA graph (%s); running it uncaptured", self.disabled)
+            return None
+        return _Captured(graph, static, list(outputs))

@@ -1,0 +1,96 @@
+"""The arena runner and recorded Triton kernels, on the CPU through Triton's
+interpreter: the memory plan of a real program's steps never overlaps live
+buffers, runs from the arena equal the executor's, outputs never alias the arena
+across calls, and a program rebuilt from recorded sources compiles nothing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from dnnc.artifact import ArtifactWarning
+from dnnc.artifact.kernels import RecordedKernels, parse_triton_records, triton_records
+from dnnc.backends.reference import ReferenceExecutor
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
+from dnnc.pipeline import lower_for_gpu, to_canonical_tcp
+from dnnc.runtime.arena import ArenaRunner, buffer_lifetimes
+from dnnc.runtime.gpu_executor import GpuExecutor
+from tests.numerics import assert_matches
+from tests.runtime.test_memory_plan import assert_no_overlap
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter run; on a GPU the GPU tests cover this")
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(24)
+        self.fc = nn.Linear(24, 24)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.nn.functional.gelu(self.norm(x))
+        y = self.fc(h).softmax(-1) + x
+        return y.reshape(3, -1), torch.tanh(h).sum(-1)
+
+
+@pytest.fixture
+def lowered(rng: torch.Generator) -> tuple[Program, list]:
+    x = torch.randn(3, 5, 24, generator=rng)
+    program = to_canonical_tcp(Block().eval(), (x,))
+    expected = ReferenceExecutor(program).run([x])
+    lower_for_gpu(program, backends=["triton"])
+    return program, [x, expected]
+
+
+def test_memory_plan_of_a_real_program(lowered) -> None:
+    program, _ = lowered
+    executor = GpuExecutor(program, "cpu")
+    buffers, lifetimes = buffer_lifetimes(executor.steps, executor._returned)
+    assert len(buffers) >= 3, executor.summary()
+    runner = ArenaRunner(executor)
+    assert_no_overlap([b.nbytes for b in buffers], lifetimes, runner.plan.offsets)
+    assert runner.peak_bytes < sum(-(-b.nbytes // 256) * 256 for b in buffers)  # something is reused
+    returned = {i for i, (_, last) in enumerate(lifetimes) if last == len(executor.steps)}
+    assert returned, "returned buffers live past the last step"
+
+
+def test_arena_runs_equal_the_executor_and_outputs_do_not_alias(lowered, rng: torch.Generator) -> None:
+    program, (x, expected) = lowered
+    executor = GpuExecutor(program, "cpu")
+    runner = ArenaRunner(executor)
+    first = runner.run([x])
+    for got, plain, e in zip(first, executor.run([x]), expected):
+        assert torch.equal(got, plain)
+        assert_matches(got, e, torch.float32)
+    kept = [t.clone() for t in first]
+    runner.run([torch.randn(3, 5, 24, generator=rng)])
+    for t, k in zip(first, kept):
+        assert torch.equal(t, k), "a later call overwrote an output returned earlier"
+        assert t.untyped_storage().data_ptr() != runner.arena.untyped_storage().data_ptr()
+
+
+def test_recorded_sources_rebuild_without_compiling_groups(lowered, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dnnc.backends.triton import launch
+
+    program, (x, _) = lowered
+    built = GpuExecutor(program, "cpu")
+    records = triton_records(built.steps)
+    assert [r["ordinal"] for r in records] == list(range(built.summary()["steps"]["triton"]))
+    reloaded = Program(parse_ir(program.text()), program.params)
+    monkeypatch.setattr(launch, "compile_group", lambda *a: pytest.fail("load compiled a group from the IR"))
+    executor = GpuExecutor(reloaded, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+    assert not executor.fallbacks
+    for got, e in zip(executor.run([x]), built.run([x])):
+        assert torch.equal(got, e)
+
+
+def test_a_record_that_does_not_fit_its_group_is_recompiled_with_a_warning(lowered) -> None:
+    program, (x, expected) = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records[0]["kind"] = "conv2d"
+    with pytest.warns(ArtifactWarning, match="Triton group 0 .* a recorded conv2d kernel"):
+        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+    assert not executor.fallbacks
+    assert_matches(executor.run([x])[0], expected[0], torch.float32)

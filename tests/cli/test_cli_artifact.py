@@ -1,0 +1,105 @@
+"""The artifact commands on the CPU: compile -o model.dnnc, run, bench, inspect,
+and their errors (one clear line, exit code 1, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.cli.test_cli import MODEL, invoke, model_file  # noqa: F401 - model_file is a fixture
+
+
+@pytest.fixture
+def artifact(model_file: Path, tmp_path: Path) -> Path:  # noqa: F811
+    out = tmp_path / "build" / "tiny.dnnc"
+    result = invoke("compile", f"{model_file}:tiny", "-o", str(out), "--device", "cpu", "--batch", "3")
+    assert result.exit_code == 0, result.output
+    for expected in ("signature: 3x3x6x6xf32 -> 3x5xf32", "target cpu", "matches PyTorch eager"):
+        assert expected in result.output
+    return out
+
+
+def _eager(x: torch.Tensor) -> torch.Tensor:
+    namespace: dict = {}
+    exec(MODEL, namespace)
+    model, _ = namespace["tiny"]()
+    with torch.no_grad():
+        return model(x)
+
+
+def test_run_artifact_with_npy_input(artifact: Path, tmp_path: Path, rng: torch.Generator) -> None:
+    x = torch.randn(3, 3, 6, 6, generator=rng)
+    np.save(tmp_path / "x.npy", x.numpy())
+    result = invoke("run", str(artifact), f"--input=@{tmp_path / 'x.npy'}", f"--output={tmp_path / 'y.npy'}")
+    assert result.exit_code == 0, result.output
+    assert "result[0]: 3x5xf32" in result.output
+    torch.testing.assert_close(torch.from_numpy(np.load(tmp_path / "y.npy")), _eager(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--input=2x3x6x6xf32=0.5"], "input 0: expected shape [3, 3, 6, 6], got [2, 3, 6, 6]"),
+        (["--input=3x3x6x6xf32=0.5", "--output=a.npy", "--output=b.npy"], "2 --output files given for 1 outputs"),
+        (["--input=3x3x6x6xf32=0.5", "--params=w.safetensors"], "--params applies to IR files"),
+        (["--input=3x3x6x6xf32=0.5", "--device=cuda"], "compiled for the CPU reference backend"),
+    ],
+)
+def test_run_artifact_errors(artifact: Path, args: list[str], message: str) -> None:
+    result = invoke("run", str(artifact), *args)
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_bench_on_the_cpu_says_so(artifact: Path) -> None:
+    result = invoke("bench", str(artifact), "--iterations", "3", "--warmup", "1")
+    assert result.exit_code == 0, result.output
+    for expected in ("backend: CPU reference backend", "median latency:", "over 3 calls", "items/s (batch 3)", "peak memory:"):
+        assert expected in result.output
+
+
+def test_inspect(artifact: Path) -> None:
+    result = invoke("inspect", str(artifact))
+    assert result.exit_code == 0, result.output
+    for expected in (
+        "format dnnc-artifact schema 1",
+        "target: cpu",
+        "inputs: [3, 3, 6, 6] float32",
+        "outputs: [3, 5] float32",
+        "ops by backend: tcp ",
+        "memory plan peak: none (reference backend)",
+        "decisions: none recorded",
+    ):
+        assert expected in result.output, result.output
+
+
+def test_inspect_shows_decisions_as_json(tmp_path: Path, rng: torch.Generator) -> None:
+    import dnnc
+
+    compiled = dnnc.compile(torch.nn.Linear(4, 2).eval(), (torch.randn(3, 4, generator=rng),), device="cpu")
+    compiled.program.metadata["decisions"] = [{"group": 0, "chose": "cudnn", "predicted_ms": 0.25}]
+    path = compiled.save(tmp_path / "lin.dnnc")
+    result = invoke("inspect", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    facts = json.loads(result.output)
+    assert facts["decisions"] == [{"group": 0, "chose": "cudnn", "predicted_ms": 0.25}]
+    assert facts["inputs"] == ["[3, 4] float32"] and facts["manifest"]["target"] == "cpu"
+
+
+def test_inspect_and_bench_refuse_damaged_files(artifact: Path) -> None:
+    artifact.write_bytes(artifact.read_bytes()[:200])
+    for command in ("inspect", "bench", "run"):
+        result = invoke(command, str(artifact))
+        assert result.exit_code == 1 and "is not a readable zip archive" in result.output, result.output
+        assert "Traceback" not in result.output
+
+
+def test_compile_casts_to_the_dtype_asked_for(model_file: Path, tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "tiny16.dnnc"
+    result = invoke("compile", f"{model_file}:tiny", "-o", str(out), "--device", "cpu", "--dtype", "f16", "--no-check")
+    assert result.exit_code == 0, result.output
+    assert "signature: 2x3x6x6xf16 -> 2x5xf16" in result.output and out.is_file()

@@ -1,0 +1,113 @@
+"""Artifacts and the arena / CUDA-graph runtime on a GPU: ResNet-50 fp16 compiled,
+saved, loaded in a fresh process (no plan timed, no fallback) and run matches
+eager; the arena and the CUDA graph give the executor's results; outputs returned
+by a graph replay are not overwritten by the next call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import dnnc
+from dnnc.models import FACTORIES
+from dnnc.runtime.arena import ArenaRunner
+from dnnc.runtime.cuda_graph import CudaGraphRunner
+from tests.runtime.test_gpu_models import assert_as_close_as_eager
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+BATCH = 2
+SAME = {"rtol": 2e-3, "atol": 2e-3}
+"""Two runs of the same kernels; loose only in case an engine reduces in a varying order."""
+
+
+@pytest.fixture(scope="module")
+def resnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, dnnc.CompiledModule, Path]:
+    model, (x,) = FACTORIES["resnet50"](batch=BATCH)
+    model = model.eval().to("cuda", torch.float16)
+    compiled = dnnc.compile(model, (x.to("cuda", torch.float16),), device="cuda")
+    path = compiled.save(tmp_path_factory.mktemp("artifact") / "resnet50.dnnc")
+    return model, compiled, path
+
+
+def _fresh_input(rng: torch.Generator) -> torch.Tensor:
+    return torch.randn(BATCH, 3, 224, 224, generator=rng).to(torch.float16)
+
+
+LOAD_AND_RUN = """
+import json, sys, numpy as np, torch, dnnc
+m = dnnc.load(sys.argv[1])
+y = m(torch.from_numpy(np.load(sys.argv[2])).cuda())
+np.save(sys.argv[3], y.float().cpu().numpy())
+steps = m._executor.steps
+print(json.dumps({
+    "fallbacks": m._executor.summary()["fallbacks"],
+    "cudnn_rebuilt": [s.kernel.rebuilt for s in steps if s.backend == "cudnn"],
+    "graph_captured": m._runner.captured,
+    "peak": m.memory_peak_bytes,
+}))
+"""
+
+
+def test_resnet50_fp16_loads_in_a_fresh_process_and_matches_eager(resnet, tmp_path: Path, rng: torch.Generator) -> None:
+    model, compiled, path = resnet
+    x = _fresh_input(rng)
+    np.save(tmp_path / "x.npy", x.numpy())
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = [sys.executable, "-c", LOAD_AND_RUN, str(path), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not facts["fallbacks"], facts
+    assert facts["cudnn_rebuilt"] and all(facts["cudnn_rebuilt"]), "a cuDNN plan was tuned on load"
+    assert facts["graph_captured"] == 1 and facts["peak"] > 0
+    got = torch.from_numpy(np.load(tmp_path / "y.npy"))
+    with torch.no_grad():
+        eager = model(x.cuda()).float().cpu()
+        expected = model.to(torch.float64).cpu()(x.double())
+    model.to("cuda", torch.float16)
+    assert_as_close_as_eager(got, eager, expected, torch.float16)
+    torch.testing.assert_close(got, compiled(x.cuda()).float().cpu(), **SAME)
+
+
+def test_graph_replay_equals_uncaptured_and_the_executor(resnet, rng: torch.Generator) -> None:
+    _, compiled, path = resnet
+    graphed, plain = dnnc.load(path, cuda_graph=True), dnnc.load(path, cuda_graph=False)
+    assert isinstance(graphed._runner, CudaGraphRunner) and isinstance(plain._runner, ArenaRunner)
+    x = _fresh_input(rng).cuda()
+    reference = compiled._executor.run([x])[0]  # the executor as before: torch allocations, no graph
+    from_arena = plain(x)
+    replayed = graphed(x)
+    assert graphed._runner.disabled is None and graphed._runner.captured == 1
+    torch.testing.assert_close(from_arena, reference, **SAME)
+    torch.testing.assert_close(replayed, reference, **SAME)
+    torch.testing.assert_close(graphed(x), replayed, **SAME)  # a replay, not a new capture
+    assert graphed._runner.captured == 1
+
+
+def test_replayed_outputs_are_not_overwritten_by_the_next_call(resnet, rng: torch.Generator) -> None:
+    _, _, path = resnet
+    module = dnnc.load(path)
+    first = module(_fresh_input(rng).cuda())
+    kept = first.clone()
+    second = module(_fresh_input(rng).cuda())
+    assert torch.equal(first, kept)
+    assert not torch.equal(first, second)
+
+
+def test_bad_inputs_stop_before_any_launch(resnet) -> None:
+    _, _, path = resnet
+    module = dnnc.load(path)
+    with pytest.raises(dnnc.DnncError, match="expected a tensor on cuda"):
+        module(torch.randn(BATCH, 3, 224, 224).half())
+    with pytest.raises(dnnc.DnncError, match="expected dtype torch.float16"):
+        module(torch.randn(BATCH, 3, 224, 224, device="cuda"))
+    assert module._runner.captured == 0
