@@ -68,7 +68,7 @@ def main() -> None:
             [sys.executable, "-c", FRESH_PROCESS, str(path)],
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": repo},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)},
         )
         if done.returncode != 0:
             raise SystemExit(f"loading in a fresh process failed:\n{done.stderr}")

@@ -76,8 +76,9 @@ def run_workload(name: str, out_dir: Path | None) -> dict[str, Any]:
                 }
                 entry["estimate_error"] = record["estimate_error"]
                 entry["groups"] = [(g["backend"], g["kind"]) for g in record["groups"]]
-                if out_dir is not None:
-                    (out_dir / f"explain-{name}-{policy}.txt").write_text("\n".join(explain_lines(record)) + "\n")
+                if out_dir is not None:  # one file for every table (the device returns few files)
+                    with (out_dir / "partition-explain.txt").open("a") as f:
+                        f.write(f"== {name} {policy}\n" + "\n".join(explain_lines(record)) + "\n\n")
             rows["variants"][f"dnnc {policy}"] = entry
             shown = f"{entry['median_ms']:.4f} ms" if "median_ms" in entry else entry["status"]
             pred = f" predicted {entry['predicted_ms']:.4f}" if "predicted_ms" in entry else ""

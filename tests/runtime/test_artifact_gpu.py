@@ -61,7 +61,7 @@ def test_resnet50_fp16_loads_in_a_fresh_process_and_matches_eager(resnet, tmp_pa
     model, compiled, path = resnet
     x = _fresh_input(rng)
     np.save(tmp_path / "x.npy", x.numpy())
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     args = [sys.executable, "-c", LOAD_AND_RUN, str(path), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")]
     done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr

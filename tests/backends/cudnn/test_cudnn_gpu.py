@@ -14,9 +14,18 @@ import torch.nn.functional as F
 from torch import nn
 
 import dnnc
+from dnnc import knobs
 from tests.numerics import assert_matches
 
 pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def every_pattern_to_cudnn():
+    """These tests are about the cuDNN backend, so every pattern it accepts goes to it
+    (the ``greedy`` policy), whatever the partitioner would prefer at these sizes."""
+    with knobs.override(partition="greedy"):
+        yield
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
