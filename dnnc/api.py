@@ -201,7 +201,7 @@ def explain(
     program = canonicalize(exported_program(model, example_inputs, report), report)
     if knobs.get().cudnn_attention:
         run_stage(program, "gpu-cudnn-attention", report)
-    policy = policy or knobs.get().partition
+    policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")
     run_passes(program, [Partition(policy=policy, backends=tuple(backends or ()))])

@@ -67,6 +67,12 @@ _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 @click.option("--dtype", type=click.Choice(list(_DTYPES)), default=None, help="Cast the model and its floating inputs first.")
 @click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N.")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
+@click.option(
+    "--partition",
+    type=click.Choice(["greedy", "auto", "cudnn-only", "triton-only"]),
+    default=None,
+    help="How GPU groups are chosen (default: DNNC_PARTITION, else greedy); see dnnc explain.",
+)
 @click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
 @user_errors
 def compile_command(
@@ -77,6 +83,7 @@ def compile_command(
     dtype: str | None,
     batch: int | None,
     dump_dir: Path | None,
+    partition: str | None,
     check: bool,
 ) -> None:
     """Compile MODEL (path/to/file.py:factory or package.module:factory).
@@ -90,7 +97,8 @@ def compile_command(
     from dnnc.model_loader import load_model, parse_kwargs
 
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
-    with knobs.override(dump_dir=dump_dir) if dump_dir else contextlib.nullcontext():
+    settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition}.items() if v is not None}
+    with knobs.override(**settings):
         with console.status("loading the model"):
             started = time.perf_counter()
             module, inputs, name = load_model(model, kwargs)
@@ -183,13 +191,11 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
 
 # explain ------------------------------------------------------------------------------
 
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-
 
 @main.command("explain")
 @click.argument("model")
 @click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
-@click.option("--dtype", type=click.Choice(sorted(DTYPES)), default=None, help="Cast the model and its float inputs first.")
+@click.option("--dtype", type=click.Choice(sorted(_DTYPES)), default=None, help="Cast the model and its float inputs first.")
 @click.option("--policy", type=click.Choice(["auto", "cudnn-only", "triton-only"]), default="auto", show_default=True)
 @click.option("--backends", default=None, help="Backends to choose among (default: those installed, e.g. cudnn,triton).")
 @click.option("--alternatives/--no-alternatives", default=True, show_default=True, help="List every alternative per group.")
@@ -213,8 +219,7 @@ def explain_command(
 
     module, inputs, _ = load_model(model, parse_kwargs(factory_args))
     if dtype is not None:
-        module = module.to(DTYPES[dtype])
-        inputs = tuple(x.to(DTYPES[dtype]) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+        module, inputs = _cast(module, inputs, _DTYPES[dtype])
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None
     record = dnnc.explain(module.eval(), inputs, policy=policy, backends=chosen)
     for line in explain_lines(record, alternatives):

@@ -41,11 +41,13 @@ class Knobs:
     cudnn_attention: bool = False
     """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
     its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
-    partition: Partition = "auto"
-    """How GPU groups are chosen: ``auto`` prices every candidate group per backend and
-    takes the cheapest cover; ``cudnn-only`` gives cuDNN every op it can root and Triton
-    the rest; ``triton-only`` generates everything; ``greedy`` outlines every cuDNN pattern
-    then fuses the rest (no pricing). (DNNC_PARTITION)"""
+    partition: Partition = "greedy"
+    """How GPU groups are chosen: ``greedy`` outlines every cuDNN pattern, then fuses the
+    rest with Triton (no pricing); ``auto`` prices candidate groups per backend (measured on
+    the GPU) and takes the cheapest cover; ``cudnn-only`` / ``triton-only`` restrict that
+    cover to one backend's convolutions and matmuls. ``greedy`` stays the default until
+    ``auto`` is never slower: on an H100 ``auto`` runs the GPT-2 block 29% faster but
+    ResNet-50 at batch 32 19% slower, and compiles far longer (BENCHMARKS.md). (DNNC_PARTITION)"""
     measure: bool = True
     """On a GPU, time candidate groups for the partitioner (cached by content); off
     prices them by the roofline estimate alone. (DNNC_MEASURE)"""

@@ -52,9 +52,9 @@ STAGES: dict[str, str] = {
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
-    """The GPU lowering stages for the backends asked for. With a partition policy
-    (``knobs.partition``, default ``auto``) one priced ``partition`` decides for the
-    whole graph; ``greedy`` runs each backend's stage in order. cuDNN is skipped
+    """The GPU lowering stages for the backends asked for. ``greedy`` (the default
+    ``knobs.partition``) runs each backend's stage in order; a priced policy (``auto``,
+    ``cudnn-only``, ``triton-only``) lets one ``partition`` decide for the whole graph. cuDNN is skipped
     (and that said once) where the frontend is not installed; attention goes to
     cuDNN only when ``knobs.cudnn_attention`` asks for it."""
     policy = knobs.get().partition

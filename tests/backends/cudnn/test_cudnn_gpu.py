@@ -26,6 +26,8 @@ def every_pattern_to_cudnn():
     (the ``greedy`` policy), whatever the partitioner would prefer at these sizes."""
     with knobs.override(partition="greedy"):
         yield
+
+
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
