@@ -10,7 +10,6 @@ Later stages (layouts, grouping, lowering) append here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from collections.abc import Sequence
@@ -24,11 +23,11 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from dnnc import knobs
+from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import DnncError, PassError
 from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
-from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import ParamPass, parse_passes
 
@@ -57,33 +56,23 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     ``cudnn-only``, ``triton-only``) lets one ``partition`` decide for the whole graph. cuDNN is skipped
     (and that said once) where the frontend is not installed; attention goes to
     cuDNN only when ``knobs.cudnn_attention`` asks for it."""
+    for b in backends:
+        if f"gpu-{b}" not in STAGES:
+            raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
     policy = knobs.get().partition
     if policy != "greedy":
-        for b in backends:
-            if f"gpu-{b}" not in STAGES:
-                raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
-        cudnn = "cudnn" in backends and _has_cudnn_frontend()
+        cudnn = "cudnn" in backends and has_cudnn_frontend()
         attention = ["gpu-cudnn-attention"] if cudnn and knobs.get().cudnn_attention else []
         return [*attention, f"gpu-partition-{policy}"]
     stages = []
     for b in backends:
-        stage = f"gpu-{b}"
-        if stage not in STAGES:
-            raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
         if b == "cudnn":
-            if not _has_cudnn_frontend():
+            if not has_cudnn_frontend():
                 continue
             if knobs.get().cudnn_attention:
                 stages.append("gpu-cudnn-attention")
-        stages.append(stage)
+        stages.append(f"gpu-{b}")
     return stages
-
-
-def _has_cudnn_frontend() -> bool:
-    if importlib.util.find_spec("cudnn") is None:
-        say_once("dnnc: nvidia-cudnn-frontend is not installed (pip install 'dnnc[cuda]'); compiling without cuDNN graphs")
-        return False
-    return True
 
 
 def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:

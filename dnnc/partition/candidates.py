@@ -31,7 +31,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation
 
 from dnnc.backends.cudnn.grouping import grow_epilogue
-from dnnc.backends.cudnn.patterns import group_label, pattern_for
+from dnnc.backends.cudnn.patterns import accepted_pattern, group_label
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.backends.triton.fusion import fusion_groups
 from dnnc.backends.triton.ops import kind_of
@@ -57,6 +57,8 @@ class Candidate:
     """A group Triton's fusion forms in some scenario (not a lone op added for coverage)."""
     estimated_ms: float = 0.0
     measured_ms: float | None = None
+    identity: tuple[str, str, str] | None = None
+    """Set by ``pricing.identity`` (backend, kind, the group's name-free text)."""
     layout_ms: float = 0.0
     """Transposes at the program's edge that the candidate's layout forces (``cost``)."""
     cost_ms: float = 0.0
@@ -135,11 +137,8 @@ def enumerate_candidates(nodes: Sequence[Operation], backends: Sequence[str], po
 def _cudnn_candidates(nodes: Sequence[Operation], index: dict[Operation, int]) -> list[Candidate]:
     out = []
     for root in nodes:
-        pattern = pattern_for(root)
+        pattern = accepted_pattern(root, "partition")
         if pattern is None:
-            continue
-        if (reason := pattern.check(root)) is not None:
-            log.debug("partition: no cuDNN candidate at %s: %s", root.name, reason)
             continue
         steps = grow_epilogue(root.results[0]) if pattern.epilogue else []
         members: list[Operation] = [root]

@@ -118,16 +118,13 @@ def value_bytes(v: SSAValue) -> int:
 
 def boundary_values(ops: Iterable[Operation]) -> tuple[list[SSAValue], list[SSAValue]]:
     """Values a set of ops reads from outside and values used outside it."""
+    ops = list(dict.fromkeys(ops))
     members = set(ops)
     reads: list[SSAValue] = []
     writes: list[SSAValue] = []
-    for op in members:
-        for v in op.operands:
-            if v.owner not in members and v not in reads:
-                reads.append(_materialized(v))
-        for r in op.results:
-            if any(use.operation not in members for use in r.uses) or not r.uses:
-                writes.append(r)
+    for op in ops:  # in the caller's (program) order: extracted programs and their cache keys depend on it
+        reads += [_materialized(v) for v in op.operands if v.owner not in members]
+        writes += [r for r in op.results if not r.uses or any(use.operation not in members for use in r.uses)]
     return list(dict.fromkeys(reads)), writes
 
 

@@ -18,7 +18,6 @@ import logging
 from typing import Any
 
 import torch
-from xdsl.ir import Operation
 
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
@@ -26,7 +25,6 @@ from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.cache import ContentCache, content_key
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn as cudnn_dialect
-from dnnc.ir import tcp
 from dnnc.ir.attrs import int_attr
 from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
@@ -39,11 +37,6 @@ log = logging.getLogger("dnnc.partition")
 
 _CACHE = ContentCache("measured")
 
-LOWER_STAGE = {
-    "cudnn": "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce",
-    "triton": "triton-fuse,dce",
-}
-
 
 class NotLowered(DnncError):
     """The candidate's backend does not take it once lowered alone."""
@@ -52,7 +45,7 @@ class NotLowered(DnncError):
 def lower_alone(candidate: Candidate, params: Any) -> Program:
     """The candidate as its own program, lowered for its backend."""
     from dnnc.passes import parse_passes
-    from dnnc.pipeline import run_passes
+    from dnnc.pipeline import PARTITIONED, STAGES, run_passes
 
     program = extract(candidate.ops, params)
     nodes = graph_nodes(program.entry.body.block)
@@ -63,7 +56,8 @@ def lower_alone(candidate: Candidate, params: Any) -> Program:
             op.attributes[PART_ATTR] = int_attr(0)
     else:
         return program
-    run_passes(program, parse_passes(LOWER_STAGE[candidate.backend]))
+    stage = PARTITIONED if candidate.backend == "cudnn" else STAGES["gpu-triton"]  # as in the whole program
+    run_passes(program, parse_passes(stage))
     if candidate.backend == "cudnn" and not any(isinstance(op, cudnn_dialect.GraphOp) for op in program.entry.body.block.ops):
         raise NotLowered("lower-cudnn kept the group in tcp (see the dnnc.cudnn log)")
     return program
@@ -149,7 +143,3 @@ def _random(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, ge
     if dtype == torch.bool:
         return torch.rand(shape, device=device, generator=generator) > 0.5
     return torch.randint(0, 2, shape, dtype=dtype, device=device, generator=generator)
-
-
-def members_of(ops: tuple[Operation, ...]) -> str:
-    return ", ".join(op.name.removeprefix("tcp.") for op in ops if not isinstance(op, tcp.BroadcastOp))

@@ -17,7 +17,6 @@ the pipeline moves it into ``Program.metadata`` for ``dnnc explain`` and artifac
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block
 
 from dnnc import knobs
+from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.ir.attrs import int_attr
@@ -39,7 +39,7 @@ from dnnc.partition import DECISIONS_ATTR
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
 from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
-from dnnc.partition.pricing import PricingReport, measure, price, should_measure
+from dnnc.partition.pricing import PricingReport, Times, measure, price, should_measure
 from dnnc.passes.base import ParamPass
 
 log = logging.getLogger("dnnc.partition")
@@ -48,7 +48,7 @@ log = logging.getLogger("dnnc.partition")
 def available_backends() -> list[str]:
     """The GPU backends asked for (``knobs.gpu_backends``) that can run here."""
     asked = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
-    return [b for b in asked if b != "cudnn" or importlib.util.find_spec("cudnn") is not None]
+    return [b for b in asked if b != "cudnn" or has_cudnn_frontend()]
 
 
 def device_name() -> str | None:
@@ -98,6 +98,7 @@ def measure_what_matters(
     preds: Sequence[int], candidates: list[Candidate], params: ParamStore, report: PricingReport
 ) -> list[Candidate]:
     """Time the groups of the cheapest covers until those covers are all measured."""
+    times: Times = {}
     for _ in range(MEASURE_ROUNDS):
         chosen: list[Candidate] = []
         for policy in ("auto", "cudnn-only", "triton-only"):
@@ -108,7 +109,7 @@ def measure_what_matters(
                 continue
         if all(c.measured_ms is not None or c.fixed or c.backend not in ("cudnn", "triton") for c in chosen):
             break
-        candidates = measure(chosen, candidates, params, report)
+        candidates = measure(chosen, candidates, params, report, times)
     return candidates
 
 

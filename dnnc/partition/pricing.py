@@ -69,10 +69,17 @@ def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tupl
     return kept, report
 
 
-def measure(chosen: Sequence[Candidate], candidates: Sequence[Candidate], params: Any, report: PricingReport) -> list[Candidate]:
+Times = dict[tuple[str, str, str], float | str]
+"""Measured ms, or why a group cannot run, per distinct group: one compile's memo (the
+on-disk cache keeps successes across compiles; failures are retried next compile)."""
+
+
+def measure(
+    chosen: Sequence[Candidate], candidates: Sequence[Candidate], params: Any, report: PricingReport, times: Times
+) -> list[Candidate]:
     """Time the not yet measured candidates among ``chosen`` on the GPU (identical
-    groups once), then re-cost everything by the new calibration. Returns the
-    candidates that remain usable (one that fails to build or run is dropped)."""
+    groups once, through ``times``), then re-cost everything by the new calibration.
+    Returns the candidates that remain usable (one that fails to build or run is dropped)."""
     started = time.perf_counter()
     device = torch.device("cuda")
     failed: set[int] = set()
@@ -80,10 +87,10 @@ def measure(chosen: Sequence[Candidate], candidates: Sequence[Candidate], params
     for c in chosen:
         if c.measured_ms is not None or c.fixed or c.backend not in ("cudnn", "triton"):
             continue
-        key = (*identity(c, params), knobs.get().autotune)
-        if key not in _TIMES:
-            _TIMES[key] = _time(c, params, device, report)
-        outcome = _TIMES[key]
+        key = identity(c, params)
+        if key not in times:
+            times[key] = _time(c, params, device, report)
+        outcome = times[key]
         if isinstance(outcome, str):
             report.dropped.append(f"{c.label} ({outcome})")
             failed.add(id(c))
@@ -95,12 +102,12 @@ def measure(chosen: Sequence[Candidate], candidates: Sequence[Candidate], params
     return kept
 
 
-_TIMES: dict[tuple[str, str, str, bool], float | str] = {}
-"""Measured ms (or why it cannot run) per distinct group, for this process."""
-
-
 def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
-    return (c.backend, c.kind, identity_text(extract(c.ops, params)))
+    """Backend, kind and name-free text: equal for the repeated blocks of a model
+    (computed once per candidate)."""
+    if c.identity is None:
+        c.identity = (c.backend, c.kind, identity_text(extract(c.ops, params)))
+    return c.identity
 
 
 def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str | None:

@@ -19,8 +19,9 @@ from dnnc.cli import main
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
 from dnnc.partition import DECISIONS_ATTR
-from dnnc.partition.candidates import enumerate_candidates, graph_nodes
+from dnnc.partition.candidates import enumerate_candidates, graph_nodes, node_preds
 from dnnc.partition.cost import H100, estimate_ms, peaks_for, work_of
+from dnnc.partition.cover import best_cover
 from dnnc.partition.explain import GROUP_HEADER, explain_lines
 from dnnc.partition.extract import extract
 from dnnc.partition.measure import lower_alone, measurement_key
@@ -179,10 +180,49 @@ def test_measurement_key_changes_with_every_input(monkeypatch) -> None:
         assert measurement_key(a, lowered) != base, "autotune setting"
     from dnnc.partition import measure
 
+    versions = measure.library_versions
     monkeypatch.setattr(measure, "library_versions", lambda: {"torch": "0.0", "triton": None, "cudnn": None})
     assert measurement_key(a, lowered) != base, "library versions"
+    monkeypatch.setattr(measure, "library_versions", versions)
+    assert measurement_key(a, lowered) == base
     monkeypatch.setattr(measure, "__version__", "9.9.9")
-    monkeypatch.setattr(measure, "library_versions", measure.library_versions)
+    assert measurement_key(a, lowered) != base, "dnnc version"
+
+
+def test_measurement_rounds_time_each_distinct_group_once(monkeypatch) -> None:
+    """The GPU timing is replaced by a fake (twice the estimate; the first cuDNN group
+    asked for fails): the rounds time only groups of the current best covers, each distinct
+    group once, drop the one that fails, and stop when the covers are all measured."""
+    from dnnc.partition import pricing
+    from dnnc.partition.cost import H100
+    from dnnc.partition.partitioner import measure_what_matters, policy_candidates
+    from dnnc.partition.pricing import PricingReport, identity, price
+
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    priced, report = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
+    timed: list[tuple[str, str, str]] = []
+    failed: set[tuple[str, str, str]] = set()
+
+    def fake_time(c, params, device, report: PricingReport):
+        timed.append(identity(c, params))
+        if c.backend == "cudnn" and not failed:
+            failed.add(identity(c, params))
+            return "fails here"
+        return 2 * c.estimated_ms
+
+    monkeypatch.setattr(pricing, "_time", fake_time)
+    preds = node_preds(nodes)
+    kept = measure_what_matters(preds, priced, program.params, report)
+    assert timed and len(timed) == len(set(timed)), "each distinct group timed once"
+    assert failed and any("(fails here)" in d for d in report.dropped)
+    for policy in ("auto", "cudnn-only", "triton-only"):
+        allowed = policy_candidates(kept, policy)
+        for i in best_cover(preds, [(c.mask, c.cost_ms) for c in allowed]).chosen:
+            c = allowed[i]
+            assert c.measured_ms is not None or c.backend not in ("cudnn", "triton"), f"{policy}: {c.label} unmeasured"
+            assert c.identity not in failed, f"{policy}: {c.label} failed to run but was chosen"
+    assert len(timed) < sum(1 for c in priced if c.backend in ("cudnn", "triton")), "not every candidate is timed"
 
 
 def test_extract_is_name_free() -> None:

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dnnc.backends.cudnn.patterns import Step, epilogue_step, group_label, pattern_for
+from dnnc.backends.cudnn.patterns import Step, accepted_pattern, epilogue_step, group_label
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.ir.analysis import has_one_use
 from dnnc.ir.outline import outline
@@ -40,11 +40,8 @@ class CudnnGroup(ModulePass):
                         self._try_root(root)
 
     def _try_root(self, root: Operation) -> None:
-        pattern = pattern_for(root)
+        pattern = accepted_pattern(root, self.name)
         if pattern is None:
-            return
-        if (reason := pattern.check(root)) is not None:
-            log.debug("cudnn-group: %s stays out of cuDNN: %s", root.name, reason)
             return
         steps = grow_epilogue(root.results[0]) if self.epilogues and pattern.epilogue else []
         members: list[Operation] = [root]

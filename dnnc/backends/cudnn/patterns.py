@@ -9,6 +9,7 @@ so such ops belong to their own producer's epilogue instead.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import FLOAT_TYPES, element_of, shape_of
+
+log = logging.getLogger("dnnc.cudnn")
 
 Check = Callable[[Operation], str | None]
 """Returns None when cuDNN can take the root, else the reason it cannot."""
@@ -139,6 +142,18 @@ def pattern_for(op: Operation) -> Pattern | None:
         if isinstance(op, p.root):
             return p
     return None
+
+
+def accepted_pattern(root: Operation, who: str) -> Pattern | None:
+    """The pattern that takes ``root`` if its check passes; a refusal is logged at
+    debug level with the reason, naming ``who`` asked."""
+    pattern = pattern_for(root)
+    if pattern is None:
+        return None
+    if (reason := pattern.check(root)) is not None:
+        log.debug("%s: %s stays out of cuDNN: %s", who, root.name, reason)
+        return None
+    return pattern
 
 
 def group_label(kind: str, steps: list[Step]) -> str:
