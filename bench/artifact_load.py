@@ -28,16 +28,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
 from bench.gpu_timing import environment, median_ms, write_results
+from dnnc import knobs
 from dnnc.models import resnet50
 from dnnc.numerics import relative_error
 
 FRESH_PROCESS = """
-import json, sys, time, torch
+import json, sys, time, warnings, torch
 started = time.perf_counter()
 import dnnc
 imported = time.perf_counter()
-m = dnnc.load(sys.argv[1])
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    m = dnnc.load(sys.argv[1])
 loaded = time.perf_counter()
+rebuilt = [s.kernel.rebuilt for s in m._executor.steps if s.backend == "cudnn"]
 x = torch.randn(*m.input_specs[0].shape, device="cuda").half()
 torch.cuda.synchronize()
 t0 = time.perf_counter()
@@ -45,7 +49,9 @@ m(x)
 torch.cuda.synchronize()
 first = time.perf_counter()
 print(json.dumps({"import_s": imported - started, "load_s": loaded - imported, "first_call_s": first - t0,
-                  "memory_peak_bytes": m.memory_peak_bytes, "fallbacks": m._executor.summary()["fallbacks"]}))
+                  "memory_peak_bytes": m.memory_peak_bytes, "fallbacks": m._executor.summary()["fallbacks"],
+                  "cudnn_graphs": len(rebuilt), "cudnn_rebuilt_from_record": sum(rebuilt),
+                  "load_warnings": [str(w.message) for w in said]}))
 """
 
 
@@ -82,6 +88,7 @@ def main() -> None:
     payload = {
         "environment": environment(),
         "workload": f"resnet50 fp16 batch {args.batch}",
+        "partition": knobs.get().partition,
         "compile_s": compile_s,
         "artifact_bytes": size,
         "fresh_process": fresh,

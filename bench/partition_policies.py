@@ -76,6 +76,8 @@ def run_workload(name: str, out_dir: Path | None) -> dict[str, Any]:
                 }
                 entry["estimate_error"] = record["estimate_error"]
                 entry["groups"] = [(g["backend"], g["kind"]) for g in record["groups"]]
+                if "programs" in record:
+                    entry["programs"] = record["programs"]
                 if out_dir is not None:  # one file for every table (the device returns few files)
                     with (out_dir / "partition-explain.txt").open("a") as f:
                         f.write(f"== {name} {policy}\n" + "\n".join(explain_lines(record)) + "\n\n")
@@ -100,9 +102,10 @@ def main() -> None:
     with knobs.override(**({"cache_dir": Path(cache)} if cache else {})):
         for name in args.workloads.split(","):
             results.append(run_workload(name, out_dir))
+            # after every workload, so a run cut short keeps what it measured
+            paths = write_results("partition-policies", {"environment": environment(), "results": results}, args.out)
     if cache:
         shutil.rmtree(cache, ignore_errors=True)
-    paths = write_results("partition-policies", {"environment": environment(), "results": results}, args.out)
     print("wrote", ", ".join(str(p) for p in paths))
 
 

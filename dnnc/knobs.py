@@ -44,10 +44,12 @@ class Knobs:
     partition: Partition = "greedy"
     """How GPU groups are chosen: ``greedy`` outlines every cuDNN pattern, then fuses the
     rest with Triton (no pricing); ``auto`` prices candidate groups per backend (measured on
-    the GPU) and takes the cheapest cover; ``cudnn-only`` / ``triton-only`` restrict that
-    cover to one backend's convolutions and matmuls. ``greedy`` stays the default until
-    ``auto`` is never slower: on an H100 ``auto`` runs the GPT-2 block 29% faster but
-    ResNet-50 at batch 32 19% slower, and compiles far longer (BENCHMARKS.md). (DNNC_PARTITION)"""
+    the GPU), takes the cheapest cover and checks it against the single-backend programs as
+    whole programs; ``cudnn-only`` / ``triton-only`` restrict that cover to one backend's
+    convolutions and matmuls. ``greedy`` stays the default while ``auto`` compiles far
+    longer: on an H100 ``auto`` is never slower than the better single backend and runs
+    the GPT-2 block 30% faster than greedy, but a cold ResNet-50 compile takes 2-3 minutes
+    (BENCHMARKS.md). (DNNC_PARTITION)"""
     measure: bool = True
     """On a GPU, time candidate groups for the partitioner (cached by content); off
     prices them by the roofline estimate alone. (DNNC_MEASURE)"""
@@ -57,6 +59,10 @@ class Knobs:
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
+    compile_workers: int = min(8, os.cpu_count() or 1)
+    """Processes that compile the Triton configs an autotuned group tries, side by side
+    (through the kernel cache, so ``cache`` must be on); 0 or 1 compiles in this process.
+    (DNNC_COMPILE_WORKERS)"""
 
 
 _ENV = {
@@ -73,6 +79,7 @@ _ENV = {
     "partition": "DNNC_PARTITION",
     "measure": "DNNC_MEASURE",
     "cuda_graph": "DNNC_CUDA_GRAPH",
+    "compile_workers": "DNNC_COMPILE_WORKERS",
 }
 _BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure", "cuda_graph")
 _CHOICES = {
@@ -89,6 +96,11 @@ def _parse(field: str, raw: str) -> object:
         if raw.lower() in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+    if field == "compile_workers":
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            raise ValueError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
     if field == "dump_dir":
         return Path(raw) if raw else None
     if field == "cache_dir":

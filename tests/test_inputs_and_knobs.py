@@ -65,6 +65,7 @@ def test_knobs_from_environment() -> None:
         k.device == "cpu" and k.verify_each_pass is False and k.dump_dir == Path("/tmp/d") and k.reference_precision == "float64"
     )
     assert knobs.from_env({}) == knobs.Knobs()
+    assert knobs.from_env({"DNNC_COMPILE_WORKERS": "3"}).compile_workers == 3
 
 
 @pytest.mark.parametrize(
@@ -72,6 +73,7 @@ def test_knobs_from_environment() -> None:
     [
         ({"DNNC_DEVICE": "tpu"}, "DNNC_DEVICE='tpu': expected one of auto, cpu, cuda"),
         ({"DNNC_VERIFY_EACH_PASS": "maybe"}, "expected 1/0"),
+        ({"DNNC_COMPILE_WORKERS": "many"}, "DNNC_COMPILE_WORKERS='many': expected a whole number"),
     ],
 )
 def test_knobs_reject_bad_values(env: dict[str, str], message: str) -> None:

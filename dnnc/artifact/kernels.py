@@ -87,10 +87,7 @@ class RecordedKernels:
 
         if op.plan is not None:
             try:
-                record = runtime.PlanRecord.from_json(op.plan.data)
-                handle = runtime.handle_for(device)
-                runtime.load_frontend().set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
-                return runtime._rebuild(op, device, handle, record)
+                return runtime.rebuild_kernel(op, device, runtime.PlanRecord.from_json(op.plan.data))
             except Exception as e:
                 warnings.warn(
                     f"the cuDNN plan recorded for a {group_attr(op, GROUP_KIND_ATTR) or 'cudnn'} graph ({op.plan.data}) does not "

@@ -31,6 +31,15 @@ def explain_lines(record: Mapping[str, Any], alternatives: bool = True) -> Itera
         f"  candidates {t['candidates']}, lowered alone {t['unique_lowered']}, measured {t['measured']}, "
         f"dropped {len(t['dropped'])}, search states {t['search_states']}, pricing {t['pricing_s']:.2f} s"
     )
+    programs = record.get("programs")
+    if programs:
+        yield f"whole programs on the GPU (the fastest is realized: {programs['winner']}):"
+        for name, c in programs["contenders"].items():
+            if "program_ms" in c:
+                found = "did not build" if c["program_ms"] is None else f"measured {_ms(c['program_ms'])}"
+            else:
+                found = c["skipped"]
+            yield f"  {name:<12} predicted {_ms(c['predicted_ms'])}  {found}"
     e = record["estimate_error"]
     if e["count"]:
         yield f"estimate vs measurement: median relative error {e['median_relative']:.0%} over {e['count']} measured candidates"

@@ -28,7 +28,6 @@ from dnnc.ir import cudnn as cudnn_dialect
 from dnnc.ir.attrs import int_attr
 from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
-from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.partition.candidates import Candidate, graph_nodes
 from dnnc.partition.extract import extract, identity_text
 from dnnc.version import __version__
@@ -64,19 +63,22 @@ def lower_alone(candidate: Candidate, params: Any) -> Program:
 
 
 def measurement_key(candidate: Candidate, program: Program) -> str:
-    props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
     return content_key(
-        {
-            "dnnc": __version__,
-            "backend": candidate.backend,
-            "kind": candidate.kind,
-            "text": identity_text(program),
-            "gpu": props.name if props else None,
-            "cc": f"{props.major}.{props.minor}" if props else None,
-            "versions": library_versions(),
-            "autotune": knobs.get().autotune,
-        }
+        {**timing_environment(), "backend": candidate.backend, "kind": candidate.kind, "text": identity_text(program)}
     )
+
+
+def timing_environment() -> dict[str, Any]:
+    """What a measured time depends on besides the program: dnnc and library
+    versions, the GPU and the autotune setting."""
+    props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
+    return {
+        "dnnc": __version__,
+        "gpu": props.name if props else None,
+        "cc": f"{props.major}.{props.minor}" if props else None,
+        "versions": library_versions(),
+        "autotune": knobs.get().autotune,
+    }
 
 
 def library_versions() -> dict[str, str | None]:
@@ -97,6 +99,7 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device) -> 
     if hit is not None:
         return float(hit["ms"])
     from dnnc.runtime.gpu_executor import GpuExecutor
+    from dnnc.runtime.profile import random_inputs, step_buffers
     from dnnc.runtime.timing import device_time_ms
 
     executor = GpuExecutor(program, device)
@@ -106,40 +109,8 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device) -> 
     mine = [s for s in executor.steps if s.backend == candidate.backend and s.kernel is not None]
     if not mine:
         return None
-    launches = _step_buffers(executor, device)
+    launches = step_buffers(executor, random_inputs(executor))
     chosen = [(s, ins, outs) for s, ins, outs in launches if s in mine]
     ms = device_time_ms(lambda: [s.kernel.launch(ins, outs) for s, ins, outs in chosen])  # type: ignore[union-attr]
     _CACHE.put_json(key, {"ms": ms})
     return ms
-
-
-def _step_buffers(executor: Any, device: torch.device) -> list[tuple[Any, list[torch.Tensor], list[torch.Tensor]]]:
-    """Run the program once on fresh random inputs, keeping every step's inputs and
-    output buffers, so kernels can be replayed on them."""
-    from dnnc.runtime.gpu_executor import run_stopgap
-
-    generator = torch.Generator(device=device).manual_seed(0)
-    env: dict[Any, Any] = dict(executor.statics)
-    for arg in executor.block.args:
-        env[arg] = _random(shape_of(arg), torch_dtype(element_of(arg)), device, generator)
-    out = []
-    with torch.inference_mode():
-        for step in executor.steps:
-            ins = [env[v].contiguous() for v in step.op.operands]
-            if step.kernel is not None:
-                outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in step.out_specs]
-                step.kernel.launch(ins, outs)
-            else:
-                outs = run_stopgap(step.op, ins, executor.env)
-            env.update(zip(step.op.results, outs))
-            out.append((step, ins, outs))
-    torch.cuda.synchronize(device)
-    return out
-
-
-def _random(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, generator: torch.Generator) -> torch.Tensor:
-    if dtype.is_floating_point:
-        return torch.randn(shape, dtype=dtype, device=device, generator=generator)
-    if dtype == torch.bool:
-        return torch.rand(shape, device=device, generator=generator) > 0.5
-    return torch.randint(0, 2, shape, dtype=dtype, device=device, generator=generator)

@@ -2,7 +2,9 @@
 
 Enumerates overlapping candidate groups per backend (``candidates``), prices
 each (``pricing``: roofline estimate, lowering check, measured on a GPU), takes
-the cheapest acyclic cover (``cover``), then makes the IR say so:
+the cheapest acyclic cover (``cover``); on a GPU, ``auto`` then checks that cover
+against the single-backend ones as whole programs (``contest``). Then it makes
+the IR say so (``realize``):
 
 * a chosen cuDNN group is outlined as a ``tcp.isolated_group {backend = "cudnn"}``
   (``lower-cudnn`` turns it into a ``cudnn.graph`` later);
@@ -19,27 +21,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block
+from xdsl.ir import Block, Operation
 
 from dnnc import knobs
 from dnnc.backends.cudnn import has_cudnn_frontend
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
-from dnnc.backends.triton.fusion import PART_ATTR
-from dnnc.ir.attrs import int_attr
-from dnnc.ir.outline import outline
 from dnnc.ir.params import ParamStore
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
+from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
 from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
 from dnnc.partition.pricing import PricingReport, Times, measure, price, should_measure
+from dnnc.partition.realize import realize
 from dnnc.passes.base import ParamPass
 
 log = logging.getLogger("dnnc.partition")
@@ -69,11 +69,27 @@ class Partition(ParamPass):
         if self.policy not in POLICIES:
             raise ValueError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
-            record = self.partition_block(fn.body.block, params)
+            record = self.partition_block(fn.body.block, params, op)
             if record is not None:
                 fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
 
-    def partition_block(self, block: Block, params: ParamStore) -> dict[str, Any] | None:
+    def partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None = None) -> dict[str, Any] | None:
+        """``module``: the block's module, for building whole contending programs (``contest``)."""
+        decided = self.decide(block, params)
+        if decided is None:
+            return None
+        record, chosen = decided
+        if record["measured"] and self.policy == "auto" and module is not None:
+            winner, programs = self.whole_program_check(module, params, chosen, record)
+            if winner != "auto":  # that policy's own cover, decided again here (its times are cached)
+                record, chosen = replace(self, policy=winner).decide(block, params) or (record, chosen)
+                record["policy"] = "auto"
+            record["programs"] = programs
+        realize(chosen)
+        return record
+
+    def decide(self, block: Block, params: ParamStore) -> tuple[dict[str, Any], list[Candidate]] | None:
+        """The decision record and the chosen candidates of ``self.policy`` (IR untouched)."""
         nodes = graph_nodes(block)
         if not nodes:
             return None
@@ -85,10 +101,36 @@ class Partition(ParamPass):
         if measured:
             priced = measure_what_matters(preds, priced, params, pricing)
         cover = cover_by(preds, priced)
-        chosen = [priced[i] for i in cover.chosen]
         record = decision_record(self.policy, nodes, preds, priced, cover, pricing, peaks.name, measured)
-        realize(chosen)
-        return record
+        return record, [priced[i] for i in cover.chosen]
+
+    def whole_program_check(
+        self, module: ModuleOp, params: ParamStore, chosen: Sequence[Candidate], record: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """``auto``'s cover against what ``cudnn-only`` and ``triton-only`` would build,
+        as whole programs on the GPU (``contest``): the fastest program's policy wins."""
+
+        def own_policy(policy: str) -> Build:
+            def build(copy: ModuleOp, ops: Mapping[Operation, Operation], store: ParamStore) -> None:
+                replace(self, policy=policy).apply_with_params(Context(), copy, store)
+
+            return build
+
+        totals = record["totals"]
+        contenders: dict[str, tuple[float | None, Build]] = {
+            "auto": (totals["chosen_ms"], lambda copy, ops, store: realize(chosen, ops)),
+            "cudnn-only": (totals["cudnn_only_ms"], own_policy("cudnn-only")),
+            "triton-only": (totals["triton_only_ms"], own_policy("triton-only")),
+        }
+        key = contest_key(module, self.backends or tuple(available_backends()))
+        found = CONTESTS.get_json(key)
+        if isinstance(found, dict) and found.get("winner") in contenders:
+            return found["winner"], {**found, "cached": True}
+        winner, report = contest(module, params, {k: v for k, v in contenders.items() if v[0] is not None})
+        programs = {"winner": winner, "contenders": report}
+        if any(c.get("program_ms") is not None for c in report.values()):
+            CONTESTS.put_json(key, programs)
+        return winner, programs
 
 
 MEASURE_ROUNDS = 4
@@ -115,16 +157,6 @@ def measure_what_matters(
 
 def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:
     return best_cover(preds, [(c.mask, c.cost_ms) for c in candidates])
-
-
-def realize(chosen: Sequence[Candidate]) -> None:
-    for number, c in enumerate(chosen):
-        if c.backend == "triton":
-            for member in c.ops:
-                member.attributes[PART_ATTR] = int_attr(number)
-    for c in chosen:
-        if c.backend == "cudnn" and not c.fixed:
-            outline(list(c.ops), [c.ops[-1].results[0]], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: c.kind})
 
 
 def policy_candidates(candidates: Sequence[Candidate], policy: str) -> list[Candidate]:

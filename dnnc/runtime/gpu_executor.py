@@ -109,6 +109,8 @@ class TunedKernels:
 
 Allocate = Callable[[int, "Step"], list[torch.Tensor]]
 """Output tensors for step ``i`` (a kernel step), in place of fresh allocations."""
+AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
+"""Called once step ``i`` is enqueued, with its inputs and outputs (profiling, replay)."""
 
 
 class GpuExecutor:
@@ -185,7 +187,9 @@ class GpuExecutor:
         log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, reason)
 
     @torch.inference_mode()
-    def run(self, inputs: Sequence[torch.Tensor], allocate: Allocate | None = None) -> list[torch.Tensor]:
+    def run(
+        self, inputs: Sequence[torch.Tensor], allocate: Allocate | None = None, after_step: AfterStep | None = None
+    ) -> list[torch.Tensor]:
         """Outputs may be views of ``allocate``'s buffers; callers that reuse those copy them out."""
         env: dict[SSAValue, Value] = dict(self.statics)
         env.update(zip(self.block.args, inputs))
@@ -196,9 +200,12 @@ class GpuExecutor:
                     outs = allocate(index, step)
                 else:
                     outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in step.out_specs]
-                step.kernel.launch([t if t.is_contiguous() else t.contiguous() for t in operands], outs)
+                operands = [t if t.is_contiguous() else t.contiguous() for t in operands]
+                step.kernel.launch(operands, outs)
             else:
                 outs = run_stopgap(step.op, operands, self.env)
+            if after_step is not None:
+                after_step(index, step, operands, outs)
             env.update(zip(step.op.results, outs))
             for v in dead:  # intermediates go back to the allocator after their last use
                 env.pop(v, None)

@@ -61,6 +61,13 @@ def block_program(dtype: torch.dtype = torch.float32) -> tuple[Program, nn.Modul
     return compile_program(model, [x]), model, x
 
 
+@pytest.fixture
+def own_cache(tmp_path):
+    """An empty cache directory (contest winners are cached by content)."""
+    with knobs.override(cache_dir=tmp_path):
+        yield tmp_path
+
+
 def partitioned(program: Program, policy: str) -> dict:
     run_passes(program, [Partition(policy=policy, backends=BACKENDS)])
     return json.loads(program.entry.attributes[DECISIONS_ATTR].data)
@@ -244,3 +251,80 @@ def test_roofline_counts_fusion_in_bytes() -> None:
     assert fused.bytes < work_of([conv]).bytes + work_of(chain[1:]).bytes, "the conv result no longer goes to memory"
     assert estimate_ms(fused, "cudnn", "conv_bias", H100) > 0
     assert peaks_for("NVIDIA H100 80GB HBM3") is H100 and not peaks_for(None).measured
+
+
+def test_contest_times_close_contenders_and_takes_the_fastest(monkeypatch) -> None:
+    from dnnc.partition import contest
+
+    times = {"auto": 3.0, "cudnn-only": 1.0, "broken": None}
+    built: list[str] = []
+
+    def fake_ms(module, params, build):
+        built.append(build)
+        return times[build]
+
+    monkeypatch.setattr(contest, "program_ms", fake_ms)
+    contenders = {"auto": (1.0, "auto"), "cudnn-only": (1.2, "cudnn-only"), "broken": (1.1, "broken"), "far": (2.0, "far")}
+    winner, report = contest.contest(None, None, contenders)
+    assert winner == "cudnn-only", "the fastest program wins, not the cheapest prediction"
+    assert built == ["auto", "cudnn-only", "broken"], "only contenders within the margin are built"
+    assert "skipped" in report["far"] and report["broken"]["program_ms"] is None
+    assert contest.contest(None, None, {"broken": (1.0, "broken")})[0] == "broken", "nothing timed: the first stands"
+
+
+@pytest.mark.parametrize("fastest", ["auto", "cudnn-only", "triton-only"])
+def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest: str) -> None:
+    """GPU timing replaced: each contending program is built on a copy (checked by
+    running it on the reference backend) and the fastest policy's cover is the one
+    ``auto`` realizes, with the contest in its record."""
+    from dnnc.partition import contest, partitioner
+
+    monkeypatch.setattr(partitioner, "should_measure", lambda: True)
+    monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
+    program, model, _ = block_program(torch.float16)
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
+    expected = flat(eager_exact(model, [x]))[0]
+    kernels: dict[str, Counter] = {}
+
+    def fake_ms(module, params, build):
+        built = contest.contender_program(module, params, build)
+        assert_matches(run_reference(built, [x])[0], expected, torch.float16)
+        decided = built.entry.attributes.get(DECISIONS_ATTR)
+        name = json.loads(decided.data)["policy"] if decided is not None else "auto"
+        kernels[name] = _kernels(built)
+        return 1.0 if name == fastest else 2.0
+
+    monkeypatch.setattr(contest, "program_ms", fake_ms)
+    monkeypatch.setattr(contest, "MARGIN", 100.0)
+    record = partitioned(program, "auto")
+    assert set(kernels) == {"auto", "cudnn-only", "triton-only"}
+    assert record["programs"]["winner"] == fastest and record["policy"] == "auto"
+    run_passes(program, parse_passes(PARTITIONED))
+    assert _kernels(program) == kernels[fastest], "the realized program is the fastest contender's"
+    assert any(line.startswith("whole programs on the GPU") for line in explain_lines(record))
+    # compiled again: the winner comes from the contest cache, nothing is built
+    kernels.clear()
+    again, _, _ = block_program(torch.float16)
+    cached = partitioned(again, "auto")
+    assert not kernels and cached["programs"]["cached"] and cached["programs"]["winner"] == fastest
+
+
+def test_contest_key_changes_with_every_input() -> None:
+    from dnnc.partition.contest import contest_key
+
+    program, _, _ = block_program(torch.float16)
+    other, _, _ = block_program(torch.float32)
+    base = contest_key(program.module, BACKENDS)
+    assert contest_key(program.module, BACKENDS) == base
+    assert contest_key(other.module, BACKENDS) != base, "program text"
+    assert contest_key(program.module, ("triton",)) != base, "backends"
+    with knobs.override(autotune=not knobs.get().autotune):
+        assert contest_key(program.module, BACKENDS) != base, "autotune setting"
+
+
+def _kernels(program: Program) -> Counter:
+    return Counter(
+        group_attr(op, "kind") or op.name
+        for op in program.entry.body.block.ops
+        if isinstance(op, cudnn.GraphOp | tcp.IsolatedGroupOp)
+    )

@@ -3,9 +3,10 @@
 Compile time (once per distinct graph in a program):
   build the operation graph from the descriptors and nodes, ``check_support``,
   then either rebuild the plan recorded for this graph (cache hit: engine id +
-  knobs, no timing), or rank plans by heuristics (A, then FALLBACK), build them
-  and, with ``knobs.autotune``, time each on fresh inputs and keep the fastest.
-  The winner's engine id and knobs go to the content-keyed plan cache and onto
+  knobs, or the engine tag when the frontend cannot name a knob; no timing), or
+  rank plans by heuristics (A, then FALLBACK) and keep the first that builds or,
+  with ``knobs.autotune``, the fastest of the first few on fresh inputs.
+  The winner's engine id, knobs and tag go to the content-keyed plan cache and onto
   the op (``plan``), so the choice can be rebuilt later without measuring.
 Run time: ``launch`` sets the handle's stream to the current torch stream and
 executes with caller-allocated tensors and a workspace sized for the chosen plan
@@ -37,8 +38,9 @@ from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.cudnn")
 
-MAX_TIMED_PLANS = 24
-"""At most this many ranked plans are timed per graph (the heuristics' best first)."""
+MAX_TIMED_PLANS = 8
+"""At most this many ranked plans are built and timed per graph (the heuristics'
+best first; the partitioner tunes every cuDNN candidate, so this bounds compile time)."""
 
 
 class GraphUnsupported(DnncError):
@@ -274,36 +276,49 @@ def _front(op: dialect.GraphOp, handle: Any) -> _Builder:
 
 
 def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphKernel:
+    """Heuristics rank the plans; without autotuning the first that builds is kept,
+    with it the first ``MAX_TIMED_PLANS`` that build are timed on fresh inputs (only
+    those are built: building every plan cuDNN lists costs seconds per graph)."""
     cudnn = load_frontend()
     b = _front(op, handle)
     g = b.graph
     g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     g.check_support()
-    tune = knobs.get().autotune
-    g.build_plans(cudnn.build_plan_policy.ALL if tune else cudnn.build_plan_policy.HEURISTICS_CHOICE)
     count = g.get_execution_plan_count()
     if count == 0:
         raise GraphUnsupported("cuDNN has no execution plan for this graph")
-    best, best_ms, timed = 0, None, 0
-    if tune and count > 1:
+    tune = knobs.get().autotune
+    pack = uids = None
+    if tune:
         ins, outs = _random_buffers(op, device)
         pack = (*ins, *outs, *(t for _, t in b.extra))
         uids = (*b.uids, *(u for u, _ in b.extra))
-        for i in range(min(count, MAX_TIMED_PLANS)):
-            try:
-                ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
-                ms = device_time_ms(lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids))
-            except Exception as e:  # a plan that fails to run is skipped, not fatal
-                log.debug("cudnn: plan %d failed: %s", i, e)
-                continue
-            timed += 1
-            if best_ms is None or ms < best_ms:
-                best, best_ms = i, ms
-        if best_ms is None:
-            raise GraphUnsupported("no execution plan ran")
+    best, best_ms, timed = None, None, 0
+    for i in range(count):
+        try:
+            g.build_plan_at_index(i)
+        except Exception as e:  # unsupported here: the next one
+            log.debug("cudnn: plan %d does not build: %s", i, e)
+            continue
+        if not tune:
+            best = i
+            break
+        try:
+            ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
+            ms = device_time_ms(lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids))
+        except Exception as e:  # a plan that fails to run is skipped, not fatal
+            log.debug("cudnn: plan %d failed: %s", i, e)
+            continue
+        timed += 1
+        if best_ms is None or ms < best_ms:
+            best, best_ms = i, ms
+        if timed >= MAX_TIMED_PLANS:
+            break
+    if best is None:
+        raise GraphUnsupported("no execution plan of this graph built and ran")
     engine, knob_map = g.get_engine_and_knobs_at_index(best)
     record = PlanRecord(int(engine), {_knob_name(k): int(v) for k, v in knob_map.items()}, _plan_name(g, best), best_ms, timed)
-    g.build_plan_at_index(best)
+    g.build_plan_at_index(best)  # the plan ``execute`` runs
     ws = torch.empty(max(g.get_workspace_size_plan_at_index(best), 1), dtype=torch.uint8, device=device)
     op.plan = str_attr(record.to_json())
     return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
@@ -314,8 +329,41 @@ def _execute_plan(cudnn: Any, g: Any, handle: Any, pack: tuple, ws: torch.Tensor
     g.execute_plan_at_index(pack, ws, index=index, handle=handle, tensor_uids=uids)
 
 
+def rebuild_kernel(op: dialect.GraphOp, device: torch.device, record: PlanRecord) -> CudnnGraphKernel:
+    """The plan ``record`` names, rebuilt without timing (an artifact's load); raises
+    ``GraphUnsupported`` when it cannot be built for this graph on this GPU and cuDNN."""
+    handle = handle_for(device)
+    load_frontend().set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
+    return _rebuild(op, device, handle, record)
+
+
+UNNAMED_KNOB = "NOT_SET"
+"""What the frontend calls a backend knob it has no name for: such knobs cannot be
+passed back by name, so their plan is found by its engine tag instead."""
+
+
 def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
-    """The recorded engine and knobs, appended as the only plan: no heuristics, no timing."""
+    """The recorded engine and knobs as the only plan when the frontend can name every
+    knob; else (or if that fails) the heuristics' candidate whose engine tag
+    (``eng32_k2=2_k6=3...``, every knob by number) is the recorded name. No timing."""
+    kernel = None
+    if UNNAMED_KNOB not in record.knobs:
+        try:
+            kernel = _rebuild_by_knobs(op, device, handle, record)
+        except Exception as e:
+            if not record.name:
+                raise
+            log.debug(
+                "cudnn: engine %d with knobs %s did not build (%s); looking for %s", record.engine, record.knobs, e, record.name
+            )
+    if kernel is None:
+        kernel = _rebuild_by_name(op, device, handle, record)
+    op.plan = str_attr(record.to_json())
+    kernel.rebuilt = True
+    return kernel
+
+
+def _rebuild_by_knobs(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
     cudnn = load_frontend()
     b = _front(op, handle)
     g = b.graph
@@ -324,10 +372,21 @@ def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: Pla
     g.check_support()
     g.build_plans()
     ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device=device)
-    op.plan = str_attr(record.to_json())
-    kernel = CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
-    kernel.rebuilt = True
-    return kernel
+    return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+
+
+def _rebuild_by_name(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
+    cudnn = load_frontend()
+    b = _front(op, handle)
+    g = b.graph
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    for i in range(g.get_execution_plan_count()):
+        if _plan_name(g, i) == record.name:
+            g.build_plan_at_index(i)
+            ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
+            return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+    raise GraphUnsupported(f"plan {record.name or record.engine} is not among cuDNN's plans for this graph here")
 
 
 def _knob_name(k: Any) -> str:

@@ -18,11 +18,15 @@ metadata_group, hash)``, ``kernel[grid](*args)``) have these forms since Triton 
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import functools
 import hashlib
 import importlib.util
+import logging
+import multiprocessing
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,8 @@ from triton.compiler import ASTSource
 from dnnc import knobs
 from dnnc.backends.triton.kernels import KernelSource
 from dnnc.cache import ContentCache, content_key
+
+log = logging.getLogger("dnnc.triton")
 
 _modules: dict[str, Any] = {}
 _compiled: dict[str, Any] = {}
@@ -105,20 +111,24 @@ def cuda_target(capability: int) -> GPUTarget:
     return GPUTarget("cuda", capability, 32)
 
 
-def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -> Any:
-    """``triton.compile`` of ``source`` for ``target``: a ``CompiledKernel``, cached by content."""
-    options = dict(source.options)
-    key = content_key(
+def _key(source: KernelSource, target: GPUTarget, aligned: bool) -> str:
+    return content_key(
         {
             "source": source.text,
             "name": source.name,
             "signature": source.signature,
             "aligned": aligned,
-            "options": options,
+            "options": dict(source.options),
             "target": [target.backend, target.arch, target.warp_size],
             "triton": triton.__version__,
         }
     )
+
+
+def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -> Any:
+    """``triton.compile`` of ``source`` for ``target``: a ``CompiledKernel``, cached by content."""
+    options = dict(source.options)
+    key = _key(source, target, aligned)
     if key in _compiled:
         return _compiled[key]
     src = ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
@@ -155,3 +165,39 @@ def _from_cache(key: str, src: ASTSource) -> Any | None:
             return kernel
     except Exception:
         return None
+
+
+def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
+    """Compile the ``sources`` not yet in the kernel cache side by side in worker
+    processes (``knobs.compile_workers``), so the ``compile_for`` calls that follow
+    load them from the cache. ``triton.compile`` holds the GIL for most of its work,
+    hence processes; they compile for an explicit target and never touch the GPU.
+    A source that fails here is left to ``compile_for``, which reports the error.
+    Returns how many were compiled."""
+    settings = knobs.get()
+    missing = [s for s in sources if _key(s, target, True) not in _compiled and _cache.get(_key(s, target, True)) is None]
+    if settings.compile_workers < 2 or not settings.cache or len(missing) < 2:
+        return 0
+    jobs = [(s, target, settings.cache_dir) for s in missing]
+    try:
+        return sum(_workers(settings.compile_workers).map(_compile_job, jobs))
+    except Exception as e:  # a pool that broke only costs time: compile_for compiles here
+        log.info("triton: parallel compile failed (%s: %s); compiling in this process", type(e).__name__, e)
+        _workers.cache_clear()
+        return 0
+
+
+@functools.cache
+def _workers(count: int) -> concurrent.futures.ProcessPoolExecutor:
+    """One pool per process, started on first use (spawned: the parent may hold a CUDA context)."""
+    return concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _compile_job(job: tuple[KernelSource, GPUTarget, Path]) -> int:
+    source, target, cache_dir = job
+    try:
+        with knobs.override(cache_dir=cache_dir):
+            compile_for(source, target)
+    except Exception:
+        return 0
+    return 1

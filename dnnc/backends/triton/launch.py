@@ -114,13 +114,15 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     chosen = _choices.get_json(key)
     if isinstance(chosen, int) and 0 <= chosen < len(configs):
         return TritonKernel(generate(group, configs[chosen]), device, capability)
+    sources = [_generated(group, config) for config in configs]
+    compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(capability))
     inputs, outputs = _example_tensors(group, device)
     best: tuple[float, int, TritonKernel] | None = None
     failures = []
     with torch.cuda.device(device):
-        for i, config in enumerate(configs):
+        for i, (config, source) in enumerate(zip(configs, sources)):
             try:
-                kernel = TritonKernel(generate(group, config), device, capability)
+                kernel = TritonKernel(source or generate(group, config), device, capability)
                 elapsed = _time(kernel, inputs, outputs)
             except Exception as e:
                 failures.append(f"{config}: {e}")
@@ -131,6 +133,15 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
         raise CodegenError(f"no Triton config of this {info.kind} group compiled:\n" + "\n".join(failures))
     _choices.put_json(key, best[1])
     return best[2]
+
+
+def _generated(group: tcp.IsolatedGroupOp, config: dict[str, int]) -> KernelSource | None:
+    """The source for one config, or None when it cannot be generated (the timing
+    loop generates it again and records why)."""
+    try:
+        return generate(group, config)
+    except Exception:
+        return None
 
 
 def _triton_version() -> str:

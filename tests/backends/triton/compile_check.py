@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import triton
 
+from dnnc import knobs
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.fusion import TritonFuse
@@ -57,6 +58,33 @@ def memory_instructions(target) -> list[dict]:
     return out
 
 
+def precompiled(target) -> dict:
+    """The other configs of a matmul group, compiled by two worker processes; then
+    each loads here from the kernel cache without compiling."""
+    program = next(c for c in CASES if c.name.startswith("matmul")).program("f16")
+    run_passes(program, [TritonFuse()])
+    group = next(g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp))
+    sources = [generate(group, config) for config in candidates(GroupInfo.of(group))[1:]]
+    with knobs.override(compile_workers=2):
+        count = compiler.precompile(sources, target)
+    return {"precompiled": count, "precompile_sources": len(sources), "precompiled_load": all_load_from_cache(sources, target)}
+
+
+def all_load_from_cache(sources, target) -> bool:
+    """Every source loads as a cubin with compiling made impossible."""
+    compiler._compiled.clear()  # forget the in-process copies
+    real_compile = triton.compile
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled although the cache holds this kernel")
+
+    triton.compile = refuse
+    try:
+        return all(compiler.compile_for(s, target).asm["cubin"][:4].hex() == "7f454c46" for s in sources)
+    finally:
+        triton.compile = real_compile
+
+
 def main() -> dict:
     target = compiler.cuda_target(int(sys.argv[1]) if len(sys.argv) > 1 else 90)
     kinds: dict[str, str] = {}
@@ -75,29 +103,18 @@ def main() -> dict:
                     raise
                 kinds[source.kind] = kernel.asm["cubin"][:4].hex()
                 sources.append(source)
-    # A second process would find every kernel in the cache: forget the in-process
-    # copies and make compiling impossible.
-    compiler._compiled.clear()
-    real_compile = triton.compile
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("compiled although the cache holds this kernel")
-
-    triton.compile = refuse
-    try:
-        reloaded = all(compiler.compile_for(s, target).asm["cubin"][:4].hex() == "7f454c46" for s in sources)
-        # A failing compile is not remembered: it fails again, and is tried again.
-        broken = replace(sources[0], text=sources[0].text.replace("tl.program_id(0)", "tl.program_id(0) + tl.no_such_op()"))
-        failures = 0
-        triton.compile = real_compile
-        for _ in range(2):
-            try:
-                compiler.compile_for(broken, target)
-            except Exception:
-                failures += 1
-    finally:
-        triton.compile = real_compile
+    # A second process would find every kernel in the cache.
+    reloaded = all_load_from_cache(sources, target)
+    # A failing compile is not remembered: it fails again, and is tried again.
+    broken = replace(sources[0], text=sources[0].text.replace("tl.program_id(0)", "tl.program_id(0) + tl.no_such_op()"))
+    failures = 0
+    for _ in range(2):
+        try:
+            compiler.compile_for(broken, target)
+        except Exception:
+            failures += 1
     return {
+        **precompiled(target),
         "kinds": kinds,
         "reloaded": reloaded,
         "failures": failures,

@@ -1,5 +1,6 @@
 """Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed),
-compiled kernels come back from the content-keyed cache while failures do not, and
+compiled kernels come back from the content-keyed cache while failures do not, kernels
+compiled side by side in worker processes load from that cache, and
 the layout changes around channels-last convolutions read and write coalesced."""
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
     assert result["reloaded"], "every kernel loads from the cache without compiling"
     assert result["failures"] == 2, "a failed compile is not cached"
     assert any((tmp_path / "triton").rglob("*")), "compiled kernels are stored under the dnnc cache"
+    assert result["precompile_sources"] >= 2 and result["precompiled"] == result["precompile_sources"], result
+    assert result["precompiled_load"], "kernels compiled by the worker processes load from the cache"
     # Layout changes around channels-last convolutions: one kernel each, with 16-byte
     # accesses on both sides (the input's contiguous axis differs from the output's in
     # the two transposes and the mean).

@@ -1,0 +1,173 @@
+"""Where a cold compile spends its time, and what each step costs inside the program.
+
+For one workload and partition policy: compiles once on an empty cache with the
+expensive calls timed (Triton compiles and autotuning, cuDNN plan builds, the
+partitioner's lowering and timing of candidates; ``--cprofile`` for a full profile,
+several times slower), then
+times every step of the built program in place (``dnnc.runtime.profile``) next to
+what the partitioner measured or estimated for the chosen groups, so a group that
+is faster alone than in its program shows up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import importlib
+import io
+import json
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import dnnc
+from bench.gpu_timing import environment
+from bench.partition_policies import WORKLOADS
+from dnnc import knobs
+from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
+from dnnc.runtime.profile import random_inputs, step_times_ms
+
+TIMED = {
+    "triton.compile": ("triton", "compile"),
+    "triton autotune+compile (compile_group)": ("dnnc.backends.triton.launch", "compile_group"),
+    "cudnn build_kernel": ("dnnc.backends.cudnn.runtime", "build_kernel"),
+    "partition lower_alone": ("dnnc.partition.pricing", "lower_alone"),
+    "partition time_alone": ("dnnc.partition.pricing", "time_alone"),
+    "gpu executor build": ("dnnc.runtime.gpu_executor.GpuExecutor", "__init__"),
+    "triton parallel precompile": ("dnnc.backends.triton.compiler", "precompile"),
+    "partition measure rounds": ("dnnc.partition.partitioner", "measure_what_matters"),
+    "partition whole programs": ("dnnc.partition.contest", "program_ms"),
+}
+
+
+class CallTimers:
+    """Wall time and call count of the functions in ``TIMED`` while active."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> CallTimers:
+        for label, (where, attr) in TIMED.items():
+            owner = _resolve(where)
+            original = getattr(owner, attr)
+            self._undo.append((owner, attr, original))
+            setattr(owner, attr, self._wrap(label, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+    def _wrap(self, label: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+                self.calls[label] = self.calls.get(label, 0) + 1
+
+        return timed
+
+    def table(self) -> dict[str, dict[str, float]]:
+        return {k: {"s": round(v, 2), "calls": self.calls[k]} for k, v in self.seconds.items()}
+
+
+def _resolve(dotted: str) -> Any:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ImportError(dotted)
+
+
+def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> dict[str, Any]:
+    model, inputs = WORKLOADS[workload]()
+    model = model.eval().cuda().half()
+    xs = [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
+    cache = tempfile.mkdtemp(prefix="dnnc-cache-")
+    try:
+        with knobs.override(partition=policy, cache_dir=Path(cache)):
+            profiler = cProfile.Profile() if full else None
+            started = time.perf_counter()
+            with CallTimers() as timers:
+                if profiler:
+                    profiler.enable()
+                compiled = dnnc.compile(model, xs, device="cuda")
+                if profiler:
+                    profiler.disable()
+            cold = time.perf_counter() - started
+            started = time.perf_counter()
+            dnnc.compile(model, xs, device="cuda")
+            warm = time.perf_counter() - started
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if profiler:
+        text = io.StringIO()
+        for order in ("cumulative", "tottime"):
+            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
+        with (out_dir / "compile-profile.txt").open("a") as f:
+            f.write(f"== {workload} {policy}: cold {cold:.1f} s, warm {warm:.1f} s\n{text.getvalue()}\n")
+    executor = compiled._executor  # type: ignore[union-attr]
+    times = step_times_ms(executor, random_inputs(executor))
+    steps = [
+        {"backend": s.backend, "kind": group_attr(s.op, GROUP_KIND_ATTR) or s.op.name, "ms": ms}
+        for s, ms in zip(executor.steps, times)
+    ]
+    record = compiled.program.metadata.get("decisions") or {}
+    groups = [
+        {k: g.get(k) for k in ("backend", "kind", "estimated_ms", "measured_ms", "cost_ms")} for g in record.get("groups", [])
+    ]
+    stages = {s.name: round(s.seconds, 3) for s in compiled.report.stages}
+    print(f"{workload} {policy}: cold {cold:.1f} s warm {warm:.1f} s; steps in place {sum(times):.4f} ms", flush=True)
+    print(json.dumps(timers.table()), flush=True)
+    return {
+        "calls": timers.table(),
+        "workload": workload,
+        "policy": policy,
+        "cold_s": cold,
+        "warm_s": warm,
+        "stages": stages,
+        "steps_in_place": steps,
+        "steps_total_ms": sum(times),
+        "groups": groups,
+        "predicted_ms": (record.get("totals") or {}).get("chosen_ms"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--workloads", default="resnet50-b1")
+    parser.add_argument("--policies", default="auto")
+    parser.add_argument("--top", type=int, default=45)
+    parser.add_argument("--cprofile", action="store_true", help="Also profile every call (several times slower).")
+    args = parser.parse_args()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = [
+        profile(w, p, out_dir, args.top, args.cprofile) for w in args.workloads.split(",") for p in args.policies.split(",")
+    ]
+    (out_dir / "compile-profile.json").write_text(json.dumps({"environment": environment(), "results": results}, indent=1))
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
