@@ -48,11 +48,15 @@ class Knobs:
     whole programs; ``cudnn-only`` / ``triton-only`` restrict that cover to one backend's
     convolutions and matmuls. ``greedy`` stays the default while ``auto`` compiles far
     longer: on an H100 ``auto`` is never slower than the better single backend and runs
-    the GPT-2 block 30% faster than greedy, but a cold ResNet-50 compile takes 2-3 minutes
+    the GPT-2 block 30% faster than greedy, but a cold ResNet-50 compile takes 35-70 s
     (BENCHMARKS.md). (DNNC_PARTITION)"""
     measure: bool = True
     """On a GPU, time candidate groups for the partitioner (cached by content); off
     prices them by the roofline estimate alone. (DNNC_MEASURE)"""
+    measure_autotune: bool = False
+    """Tune each candidate the partitioner times alone (every cuDNN candidate's plans, every
+    Triton config); off times the heuristic choices, which is several times faster, and
+    only the whole programs ``auto`` compares are tuned. (DNNC_MEASURE_AUTOTUNE)"""
     gpu_backends: str = "cudnn,triton"
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
@@ -78,10 +82,11 @@ _ENV = {
     "gpu_backends": "DNNC_GPU_BACKENDS",
     "partition": "DNNC_PARTITION",
     "measure": "DNNC_MEASURE",
+    "measure_autotune": "DNNC_MEASURE_AUTOTUNE",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
 }
-_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure", "cuda_graph")
+_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure", "measure_autotune", "cuda_graph")
 _CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "reference_precision": ("float32", "float64"),

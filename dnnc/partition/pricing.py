@@ -7,10 +7,11 @@ Timing every candidate would take minutes (each is compiled first), so the
 partitioner measures in rounds: the groups of the currently cheapest covers
 (auto, cudnn-only, triton-only) are timed, costs are re-calibrated, and the
 covers are solved again until they use no unmeasured group. Candidates are timed
-as they would run, tuned when ``knobs.autotune`` is on: an untuned cuDNN plan can
-be far slower than the tuned one (ResNet-50 at batch 32 on an H100 went to Triton
-convolutions that way and ran 11% slower than cudnn-only); the tuned plans are
-cached, so the final build does not tune them again.
+with cuDNN's heuristic plan and Triton's first config unless
+``knobs.measure_autotune``: tuning every candidate took most of a cold compile
+(ResNet-50 on an H100: 116 cuDNN tunings and 164 Triton autotunes, 107 of 128 s),
+and the whole programs ``auto`` compares at the end (``contest``) are built tuned,
+so a cover chosen on untuned times still has to win as it will run.
 Identical groups (the repeated blocks of a ResNet) are lowered and timed once.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,27 +80,60 @@ def measure(
 ) -> list[Candidate]:
     """Time the not yet measured candidates among ``chosen`` on the GPU (identical
     groups once, through ``times``), then re-cost everything by the new calibration.
-    Returns the candidates that remain usable (one that fails to build or run is dropped)."""
+    Returns the candidates that remain usable (one that fails to build or run is dropped).
+    The Triton kernels of the whole round are compiled side by side first."""
     started = time.perf_counter()
     device = torch.device("cuda")
+    settings = knobs.get()
+    with knobs.override(autotune=settings.autotune and settings.measure_autotune):
+        pending: dict[tuple[str, str, str], Candidate] = {}
+        for c in chosen:
+            if c.measured_ms is None and not c.fixed and c.backend in ("cudnn", "triton"):
+                pending.setdefault(identity(c, params), c)
+        lowered = {}
+        for key, c in pending.items():
+            if key in times:
+                continue
+            try:
+                lowered[key] = lower_alone(c, params)
+            except DnncError as e:
+                times[key] = str(e)
+        _precompile_triton(lowered.values(), device)
+        for key, program in lowered.items():
+            times[key] = _time(pending[key], program, device, report)
     failed: set[int] = set()
-    # timed as they will run (tuned when knobs.autotune is on); the tuned plans are cached for the build
     for c in chosen:
-        if c.measured_ms is not None or c.fixed or c.backend not in ("cudnn", "triton"):
-            continue
-        key = identity(c, params)
-        if key not in times:
-            times[key] = _time(c, params, device, report)
-        outcome = times[key]
+        outcome = times.get(identity(c, params)) if c.measured_ms is None else None
         if isinstance(outcome, str):
             report.dropped.append(f"{c.label} ({outcome})")
             failed.add(id(c))
-        else:
+        elif outcome is not None:
             c.measured_ms = outcome
     kept = [c for c in candidates if id(c) not in failed]
     recost(kept, report)
     report.seconds += time.perf_counter() - started
     return kept
+
+
+def _precompile_triton(programs: Iterable[Any], device: torch.device) -> None:
+    """Every Triton kernel the round will build, compiled side by side (``precompile_groups``)."""
+    from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
+    from dnnc.ir import tcp
+
+    groups = [
+        op
+        for program in programs
+        for op in program.entry.body.block.ops
+        if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
+    ]
+    if not groups:
+        return
+    try:
+        from dnnc.backends.triton.launch import precompile_groups
+
+        precompile_groups(groups, device)
+    except Exception as e:  # only costs time: each kernel compiles when it is built
+        log.info("partition: compiling the round's Triton kernels ahead failed: %s: %s", type(e).__name__, e)
 
 
 def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
@@ -119,9 +153,9 @@ def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str |
     return None
 
 
-def _time(c: Candidate, params: Any, device: torch.device, report: PricingReport) -> float | str:
+def _time(c: Candidate, program: Any, device: torch.device, report: PricingReport) -> float | str:
     try:
-        ms = time_alone(c, lower_alone(c, params), device)
+        ms = time_alone(c, program, device)
     except Exception as e:  # a candidate that breaks while timing is not a choice
         log.info("partition: timing %s failed: %s: %s", c.label, type(e).__name__, e)
         return f"{type(e).__name__} while timing"

@@ -211,17 +211,23 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch) -> None:
     timed: list[tuple[str, str, str]] = []
     failed: set[tuple[str, str, str]] = set()
 
-    def fake_time(c, params, device, report: PricingReport):
-        timed.append(identity(c, params))
+    autotune_seen: set[bool] = set()
+
+    def fake_time(c, lowered, device, report: PricingReport):
+        assert isinstance(lowered, Program), "timed as lowered alone"
+        autotune_seen.add(knobs.get().autotune)
+        timed.append(identity(c, program.params))
         if c.backend == "cudnn" and not failed:
-            failed.add(identity(c, params))
+            failed.add(identity(c, program.params))
             return "fails here"
         return 2 * c.estimated_ms
 
     monkeypatch.setattr(pricing, "_time", fake_time)
+    monkeypatch.setattr(pricing, "_precompile_triton", lambda programs, device: None)
     preds = node_preds(nodes)
     kept = measure_what_matters(preds, priced, program.params, report)
     assert timed and len(timed) == len(set(timed)), "each distinct group timed once"
+    assert autotune_seen == {False}, "candidates are timed untuned (knobs.measure_autotune is off)"
     assert failed and any("(fails here)" in d for d in report.dropped)
     for policy in ("auto", "cudnn-only", "triton-only"):
         allowed = policy_candidates(kept, policy)

@@ -108,11 +108,9 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     capability = major * 10 + minor
     if not knobs.get().autotune or len(configs) == 1:
         return TritonKernel(generate(group, configs[0]), device, capability)
-    key = content_key(
-        {"group": print_ir(group), "device": torch.cuda.get_device_name(device), "triton": _triton_version(), "configs": configs}
-    )
-    chosen = _choices.get_json(key)
-    if isinstance(chosen, int) and 0 <= chosen < len(configs):
+    key = _choice_key(group, device, configs)
+    chosen = _known_choice(key, configs)
+    if chosen is not None:
         return TritonKernel(generate(group, configs[chosen]), device, capability)
     sources = [_generated(group, config) for config in configs]
     compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(capability))
@@ -133,6 +131,39 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
         raise CodegenError(f"no Triton config of this {info.kind} group compiled:\n" + "\n".join(failures))
     _choices.put_json(key, best[1])
     return best[2]
+
+
+def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.device | str) -> int:
+    """Compile, side by side in worker processes, every kernel ``compile_group`` would
+    compile for ``groups`` (each config when it will autotune, else the one it takes),
+    so building many groups one after another (the partitioner's candidates) loads
+    them from the cache. Returns how many were compiled."""
+    device = torch.device(device)
+    if compiler.interpreting() or device.type != "cuda":
+        return 0
+    major, minor = torch.cuda.get_device_capability(device)
+    tune = knobs.get().autotune
+    sources: list[KernelSource | None] = []
+    for group in groups:
+        configs = candidates(GroupInfo.of(group))
+        if not tune or len(configs) == 1:
+            sources.append(_generated(group, configs[0]))
+            continue
+        chosen = _known_choice(_choice_key(group, device, configs), configs)
+        picked = configs if chosen is None else [configs[chosen]]
+        sources += [_generated(group, config) for config in picked]
+    return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(major * 10 + minor))
+
+
+def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]]) -> str:
+    return content_key(
+        {"group": print_ir(group), "device": torch.cuda.get_device_name(device), "triton": _triton_version(), "configs": configs}
+    )
+
+
+def _known_choice(key: str, configs: list[dict[str, int]]) -> int | None:
+    chosen = _choices.get_json(key)
+    return chosen if isinstance(chosen, int) and 0 <= chosen < len(configs) else None
 
 
 def _generated(group: tcp.IsolatedGroupOp, config: dict[str, int]) -> KernelSource | None:

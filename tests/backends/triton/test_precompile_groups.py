@@ -1,0 +1,58 @@
+"""Which kernels ``precompile_groups`` hands to the worker processes: every config of
+a group that will autotune, only the first without autotuning, only the remembered
+one once a choice is cached (the GPU and the compiler are replaced, so this runs on
+the CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dnnc import knobs
+from dnnc.backends.triton import compiler, launch
+from dnnc.backends.triton.configs import candidates
+from dnnc.backends.triton.fusion import TritonFuse
+from dnnc.backends.triton.kernels import GroupInfo
+from dnnc.ir import tcp
+from dnnc.pipeline import run_passes
+from tests.backends.triton.cases import CASES
+
+
+@pytest.fixture
+def group() -> tcp.IsolatedGroupOp:
+    program = next(c for c in CASES if c.name.startswith("matmul")).program("f16")
+    run_passes(program, [TritonFuse()])
+    return next(g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp))
+
+
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch, tmp_path) -> list[list[str]]:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(compiler, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "a GPU")
+    monkeypatch.setattr(compiler, "precompile", lambda sources, target: calls.append([s.text for s in sources]) or 0)
+    with knobs.override(cache_dir=tmp_path):
+        yield calls
+
+
+def test_autotuned_groups_compile_every_config(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
+    configs = candidates(GroupInfo.of(group))
+    assert len(configs) > 1
+    with knobs.override(autotune=True):
+        launch.precompile_groups([group, group], "cuda")
+    assert len(handed) == 1 and len(handed[0]) == 2 * len(configs), "one call for every group of the round"
+
+
+def test_untuned_groups_compile_their_first_config(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
+    with knobs.override(autotune=False):
+        launch.precompile_groups([group], "cuda")
+    assert len(handed[0]) == 1
+
+
+def test_a_remembered_choice_compiles_only_that_config(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
+    configs = candidates(GroupInfo.of(group))
+    with knobs.override(autotune=True):
+        launch._choices.put_json(launch._choice_key(group, torch.device("cuda"), configs), 1)
+        launch.precompile_groups([group], "cuda")
+    assert len(handed[0]) == 1
