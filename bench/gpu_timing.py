@@ -100,3 +100,14 @@ def write_results(name: str, payload: dict[str, Any], out_dir: str | None) -> li
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(payload, indent=2) + "\n")
     return paths
+
+
+def environment_line(env: dict[str, Any], ceilings: dict[str, float], extra: str = "") -> str:
+    """One sentence for a table's head: GPU, driver, versions, date, and the copy and
+    matmul ceilings measured in the same run."""
+    return (
+        f"{env.get('device')} (sm_{env.get('sm')}), driver {env.get('driver')}, torch {env.get('torch')}, "
+        f"cuDNN {env.get('cudnn_backend')}, cudnn-frontend {env.get('nvidia-cudnn-frontend')}, Triton {env.get('triton')}"
+        f"{extra}, {env.get('date')}. Measured in the same run: copy {ceilings['copy_gbs']:.0f} GB/s, "
+        f"fp16 matmul {ceilings['matmul_tflops']:.0f} TFLOP/s."
+    )

@@ -10,15 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.gpu_timing import environment_line
+
 
 def models_table(data: dict[str, Any]) -> str:
-    env, peaks = data["environment"], data["peaks"]
-    lines = [
-        f"{env['device']} (sm_{env['sm']}), driver {env.get('driver')}, torch {env['torch']}, cuDNN {env['cudnn_backend']}, "
-        f"cudnn-frontend {env.get('nvidia-cudnn-frontend')}, Triton {env.get('triton')}, {env['date']}. "
-        f"Measured in the same run: copy {peaks['copy_gbs']:.0f} GB/s, fp16 matmul {peaks['matmul_tflops']:.0f} TFLOP/s.",
-        "",
-    ]
+    lines = [environment_line(data["environment"], data["peaks"]), ""]
     variants: list[str] = []
     for r in data["results"]:
         for v in r["variants"]:

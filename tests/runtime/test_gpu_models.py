@@ -17,7 +17,14 @@ from dnnc.numerics import GPU_TOLERANCE, relative_error
 
 pytestmark = pytest.mark.gpu
 
-SMALL = {"resnet50": {"batch": 2}, "mobilenet_v2": {}, "vit_block": {}, "gpt2_block": {}}
+SMALL = {
+    "resnet50": {"batch": 2},
+    "mobilenet_v2": {},
+    "vit_block": {},
+    "gpt2_block": {},
+    "bert_layer": {"batch": 2},
+    "conv_block": {"batch": 2},
+}
 
 
 def _run(name: str, backends: str, dtype: torch.dtype) -> tuple[dnnc.CompiledModule, torch.Tensor, torch.Tensor]:

@@ -1,0 +1,140 @@
+"""dnnc against its peers, in one run on one GPU.
+
+    python bench/run.py [--workloads resnet50-b32,gpt2-block] [--variants eager,graph,compile,dnnc,jax]
+                        [--policies auto,cudnn-only,triton-only] [--out DIR] [--no-update]
+
+For every workload (``bench/suite/workloads.py``): the float32 reference, then
+PyTorch eager, eager in one CUDA graph, torch.compile (Inductor, freezing), dnnc
+under each partition policy, and JAX/XLA (the same network in ``jax.lax``, in its
+own process). Every variant's output is checked against the reference before it
+is timed; a variant that fails or is wrong is reported as such. Per variant:
+median ms, images or tokens per second, compile time, peak GPU memory and the
+share of the physical floor (FLOPs at the fp16 matmul rate and fewest bytes at
+the copy bandwidth, both measured in this run). Writes
+``bench/results/suite-<date>.json`` (and to ``--out``), the tables into
+BENCHMARKS.md between the suite's markers, and ``suite-<date>.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.gpu_timing import copy_bandwidth_gbs, environment, matmul_tflops, write_results  # noqa: E402
+from bench.suite import report  # noqa: E402
+from bench.suite.floors import workload_floor  # noqa: E402
+from bench.suite.torch_variants import DNNC_POLICIES, dnnc_variants, torch_variants  # noqa: E402
+from bench.suite.workloads import Workload, select  # noqa: E402
+
+VARIANTS = ("eager", "graph", "compile", "dnnc", "jax")
+TORCH_NAMES = {"eager": "PyTorch eager", "graph": "eager + CUDA graph", "compile": "torch.compile"}
+
+
+def reference_output(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    with torch.no_grad():
+        out = copy.deepcopy(model).cuda().float()(*[x.cuda() for x in inputs])
+    return (out[0] if isinstance(out, (list, tuple)) else out).float()
+
+
+def jax_variant(workload: Workload, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor) -> dict:
+    """Runs ``bench.suite.jax_worker`` in a fresh process on the same weights and inputs."""
+    with tempfile.TemporaryDirectory(prefix="dnnc-jax-") as tmp:
+        weights, result = Path(tmp) / "weights.npz", Path(tmp) / "result.json"
+        arrays = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
+        arrays |= {f"__input_{i}": x.cpu().numpy() for i, x in enumerate(inputs)}
+        np.savez(weights, __model__=np.array(workload.model), __reference__=reference.cpu().numpy(), **arrays)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)],
+                cwd=ROOT,
+                env=env,
+                timeout=900,
+                check=False,
+            )
+            return json.loads(result.read_text())
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            return {"variant": "JAX/XLA", "status": f"failed: {type(e).__name__}: {e}"}
+
+
+def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ...], ceilings: dict[str, float]) -> dict:
+    model, inputs = workload.build()
+    floor = workload_floor(model, inputs)
+    reference = reference_output(model, inputs)
+    rows: list[dict[str, Any]] = []
+    if variants & set(TORCH_NAMES):
+        wanted = {TORCH_NAMES[v] for v in variants & set(TORCH_NAMES)}
+        rows += [r for r in torch_variants(model, inputs, reference) if r["variant"] in wanted]
+    if "dnnc" in variants:
+        rows += dnnc_variants(model, inputs, reference, policies)
+    if "jax" in variants:
+        torch.cuda.empty_cache()  # leave the GPU's memory to XLA
+        rows.append(jax_variant(workload, model, inputs, reference))
+    floor_ms = floor.ms(ceilings["matmul_tflops"], ceilings["copy_gbs"])
+    items = workload.items(inputs)
+    for r in rows:
+        if r.get("status") == "ok":
+            r["items_per_s"] = items / (r["median_ms"] / 1e3)
+            r["of_floor"] = floor_ms / r["median_ms"]
+        print(
+            f"  {workload.name:14s} {r['variant']:20s} " + (f"{r['median_ms']:.4f} ms" if "median_ms" in r else r["status"]),
+            flush=True,
+        )
+    return {
+        "workload": workload.name,
+        "unit": workload.unit,
+        "items": items,
+        "floor": {"flops": floor.flops, "bytes": floor.bytes, "ms": floor_ms},
+        "variants": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", default="", help="comma-separated (default: all)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated among {', '.join(VARIANTS)}")
+    parser.add_argument("--policies", default=",".join(DNNC_POLICIES), help="dnnc partition policies to run")
+    parser.add_argument("--out", default=None, help="also write the JSON, tables and chart here")
+    parser.add_argument("--no-update", action="store_true", help="do not rewrite BENCHMARKS.md")
+    args = parser.parse_args()
+    variants = {v.strip() for v in args.variants.split(",") if v.strip()}
+    if variants - set(VARIANTS):
+        raise SystemExit(f"unknown variant {sorted(variants - set(VARIANTS))[0]!r}; known: {', '.join(VARIANTS)}")
+    workloads = select(args.workloads)
+    if not torch.cuda.is_available():
+        raise SystemExit("bench/run.py times variants on an NVIDIA GPU and none is visible here")
+    ceilings = {"copy_gbs": copy_bandwidth_gbs(), "matmul_tflops": matmul_tflops()}
+    print(f"ceilings: copy {ceilings['copy_gbs']:.0f} GB/s, fp16 matmul {ceilings['matmul_tflops']:.0f} TFLOP/s", flush=True)
+    payload: dict[str, Any] = {"environment": environment(), "ceilings": ceilings, "results": []}
+    for workload in workloads:
+        payload["results"].append(run_workload(workload, variants, tuple(args.policies.split(",")), ceilings))
+        jax_rows = [v for r in payload["results"] for v in r["variants"] if v.get("jax")]
+        payload["jax"] = jax_rows[0]["jax"] if jax_rows else None
+        paths = write_results("suite", payload, args.out)  # after every workload: a cut-short run keeps its results
+    text = report.tables(payload)
+    print(text)
+    stamp = dt.date.today().isoformat()
+    for directory in [ROOT / "bench" / "results", *([Path(args.out)] if args.out else [])]:
+        report.chart(payload, directory / f"suite-{stamp}.png")
+        (directory / f"suite-{stamp}.md").write_text(text)
+    if not args.no_update:
+        report.update_benchmarks(ROOT / "BENCHMARKS.md", text)
+    print("wrote", ", ".join(str(p) for p in paths))
+
+
+if __name__ == "__main__":
+    main()

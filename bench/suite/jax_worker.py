@@ -1,0 +1,82 @@
+"""JAX/XLA in its own process (XLA and PyTorch each want the GPU's memory):
+
+    python -m bench.suite.jax_worker WEIGHTS.npz RESULT.json
+
+``WEIGHTS.npz`` holds the model name (``__model__``), its ``state_dict`` in
+float32, the inputs (``__input_0``...) and the float32 reference output
+(``__reference__``). The network from ``jax_nets`` is jitted in fp16, checked
+against the reference, then timed (wall clock around ``block_until_ready``, the
+median of batches of calls); compile time and peak device memory are recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before jax is imported
+
+import numpy as np
+
+CHECK = 2e-2  # as torch_variants.CHECK
+
+
+def run(weights: Path) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.suite.jax_nets import NETS
+
+    data = np.load(weights)
+    model = str(data["__model__"])
+    sd = {k: data[k] for k in data.files if not k.startswith("__")}
+    inputs = [data[k] for k in sorted(k for k in data.files if k.startswith("__input_"))]
+    reference = data["__reference__"]
+    entry: dict[str, Any] = {"variant": "JAX/XLA", "jax": jax.__version__, "device": str(jax.devices()[0])}
+    fn, params = NETS[model](sd, jnp.float16)
+    xs = [jnp.asarray(x, jnp.float16) if np.issubdtype(x.dtype, np.floating) else jnp.asarray(x) for x in inputs]
+    jitted = jax.jit(fn)
+    started = time.perf_counter()
+    out = jitted(params, *xs).block_until_ready()
+    entry["compile_s"] = time.perf_counter() - started
+    got = np.asarray(out, np.float32)
+    entry["rel_error"] = float(np.linalg.norm(got - reference) / max(np.linalg.norm(reference), 1e-30))
+    if not entry["rel_error"] <= CHECK:
+        return {**entry, "status": "wrong result"}
+    entry["median_ms"] = median_ms(lambda: jitted(params, *xs))
+    stats = jax.devices()[0].memory_stats() or {}
+    entry["peak_mb"] = stats.get("peak_bytes_in_use", 0) / 2**20 or None
+    entry["status"] = "ok"
+    return entry
+
+
+def median_ms(fn: Any, inner: int = 10, repeats: int = 25, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        fn().block_until_ready()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(inner):
+            out = fn()
+        out.block_until_ready()
+        times.append((time.perf_counter() - started) * 1e3 / inner)
+    return statistics.median(times)
+
+
+def main() -> None:
+    weights, result = Path(sys.argv[1]), Path(sys.argv[2])
+    try:
+        entry = run(weights)
+    except Exception as e:  # reported in the results, never fatal to the suite
+        entry = {"variant": "JAX/XLA", "status": f"failed: {type(e).__name__}: {str(e)[:300]}"}
+    result.write_text(json.dumps(entry))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The suite's results as Markdown tables (for BENCHMARKS.md, between markers that
+``update_benchmarks`` rewrites) and as a bar chart PNG (matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.gpu_timing import environment_line
+
+BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+
+
+def variant_names(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for r in results:
+        for v in r["variants"]:
+            if v["variant"] not in names:
+                names.append(v["variant"])
+    return names
+
+
+def _cell(v: Mapping[str, Any] | None) -> str:
+    if v is None:
+        return "-"
+    if v.get("status") != "ok":
+        return str(v.get("status", "?")).split(":")[0]
+    share = v.get("of_floor")
+    return f"{v['median_ms']:.3f}" + (f" ({share:.0%})" if share is not None else "")
+
+
+def tables(payload: Mapping[str, Any]) -> str:
+    results = payload["results"]
+    names = variant_names(results)
+    lines = [
+        environment_line(payload["environment"], payload["ceilings"], f", JAX {payload.get('jax') or 'n/a'}"),
+        "",
+        "Median ms per call (share of the physical floor in brackets); every result was checked against float32 first.",
+        "",
+        "| workload | floor ms | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for r in results:
+        by_name = {v["variant"]: v for v in r["variants"]}
+        lines.append(f"| {r['workload']} | {r['floor']['ms']:.3f} | " + " | ".join(_cell(by_name.get(n)) for n in names) + " |")
+    lines += ["", "Compile s / peak GPU MB / throughput (items/s):", ""]
+    lines += ["| workload | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for r in results:
+        by_name = {v["variant"]: v for v in r["variants"]}
+        cells = []
+        for n in names:
+            v = by_name.get(n)
+            if v is None or v.get("status") != "ok":
+                cells.append("-")
+            else:
+                cells.append(f"{v.get('compile_s', 0):.1f} / {v.get('peak_mb') or 0:.0f} / {v['items_per_s']:.3g}")
+        lines.append(f"| {r['workload']} ({r['unit']}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def update_benchmarks(path: Path, text: str, heading: str = "## GPU: dnnc against its peers") -> None:
+    """Replace what stands between the suite's markers (adding the section at the end once)."""
+    current = path.read_text() if path.exists() else ""
+    block = f"{BEGIN}\n{text}{END}"
+    if BEGIN in current and END in current:
+        start, end = current.index(BEGIN), current.index(END) + len(END)
+        current = current[:start] + block + current[end:]
+    else:
+        current = (
+            current.rstrip("\n")
+            + f"\n\n{heading}\n\n`python bench/run.py` (the README's Benchmarks section says what it runs).\n\n{block}\n"
+        )
+    path.write_text(current)
+
+
+def chart(payload: Mapping[str, Any], path: Path) -> Path | None:
+    """Grouped bars, one group per workload, ms relative to PyTorch eager (lower is better)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    results = payload["results"]
+    names = variant_names(results)
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(results)), 4.5))
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        xs, ys = [], []
+        for j, r in enumerate(results):
+            by_name = {v["variant"]: v for v in r["variants"]}
+            base, v = by_name.get("PyTorch eager"), by_name.get(name)
+            if v and v.get("status") == "ok" and base and base.get("status") == "ok":
+                xs.append(j + i * width)
+                ys.append(v["median_ms"] / base["median_ms"])
+        ax.bar(xs, ys, width, label=name)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(results))], [r["workload"] for r in results], rotation=20, ha="right")
+    ax.set_ylabel("time relative to PyTorch eager (lower is better)")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,111 @@
+"""The PyTorch-side variants of one workload, each checked against the float32
+reference before it is timed: PyTorch eager (cuDNN autotuning on, channels-last
+images, as the anchors were measured), eager in one CUDA graph, torch.compile
+(Inductor with freezing), and dnnc under each partition policy."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from bench.gpu_timing import in_cuda_graph, median_ms
+from dnnc.numerics import relative_error
+
+CHECK = 2e-2
+"""Largest relative error against the float32 reference an fp16 result may have
+(eager fp16 itself is at ~2e-3 on ResNet-50)."""
+
+DNNC_POLICIES = ("auto", "cudnn-only", "triton-only")
+
+
+def fp16_inputs(inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+    return [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
+
+
+def channels_last(model: torch.nn.Module, xs: list[torch.Tensor]) -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    """Images (4-D inputs) in channels-last memory, the layout cuDNN prefers."""
+    if xs and xs[0].dim() == 4:
+        return model.to(memory_format=torch.channels_last), [x.contiguous(memory_format=torch.channels_last) for x in xs]
+    return model, xs
+
+
+def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.Tensor) -> dict[str, Any]:
+    """Build (timed: the compile time), check the output, then time; peak memory over all of it."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    entry: dict[str, Any] = {"variant": name}
+    started = time.perf_counter()
+    try:
+        run = build()
+        out = run()
+        torch.cuda.synchronize()
+    except Exception as e:  # a peer that cannot run this workload is reported, not fatal
+        return {**entry, "status": f"failed: {type(e).__name__}: {str(e)[:300]}"}
+    entry["compile_s"] = time.perf_counter() - started
+    entry["rel_error"] = relative_error(_first(out).float(), reference)
+    if not entry["rel_error"] <= CHECK:
+        return {**entry, "status": "wrong result"}
+    entry["median_ms"] = median_ms(run)
+    entry["peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    entry["status"] = "ok"
+    return entry
+
+
+def _first(out: Any) -> torch.Tensor:
+    return out[0] if isinstance(out, list | tuple) else out
+
+
+def torch_variants(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor) -> list[dict[str, Any]]:
+    torch.backends.cudnn.benchmark = True
+    half = copy.deepcopy(model).cuda().half().eval()
+    net, xs = channels_last(half, fp16_inputs(inputs))
+    rows = []
+    with torch.no_grad():
+        rows.append(measure("PyTorch eager", lambda: lambda: net(*xs), reference))
+        rows.append(measure("eager + CUDA graph", lambda: _graphed(net, xs), reference))
+        rows.append(measure("torch.compile", lambda: _compiled(net, xs), reference))
+    return rows
+
+
+def _graphed(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], torch.Tensor]:
+    replay, out = in_cuda_graph(lambda: net(*xs))
+
+    def run() -> torch.Tensor:
+        replay()
+        return out
+
+    return run
+
+
+def _compiled(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], Any]:
+    import torch._inductor.config as inductor
+
+    inductor.freezing = True
+    torch._dynamo.reset()
+    compiled = torch.compile(net)
+    compiled(*xs)  # compile now, inside the timed build
+    return lambda: compiled(*xs)
+
+
+def dnnc_variants(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor, policies: tuple[str, ...] = DNNC_POLICIES
+) -> list[dict[str, Any]]:
+    import dnnc
+    from dnnc import knobs
+
+    half = copy.deepcopy(model).cuda().half().eval()
+    xs = fp16_inputs(inputs)
+    rows = []
+    for policy in policies:
+
+        def build(policy: str = policy) -> Callable[[], Any]:
+            with knobs.override(partition=policy):
+                compiled = dnnc.compile(half, xs, device="cuda")
+            return lambda: compiled(*xs)
+
+        rows.append(measure(f"dnnc {policy}", build, reference))
+    return rows

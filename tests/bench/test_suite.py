@@ -1,0 +1,166 @@
+"""The benchmark suite's parts that need no GPU: the JAX networks compute what the
+PyTorch models compute (float32 on the CPU, relative error <= 1e-5, fresh random
+inputs), the JAX worker checks and times a network in its own process, floors
+count the work, the report renders tables, the chart and the BENCHMARKS.md block,
+and the runner refuses clearly without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bench.suite import report
+from bench.suite.floors import FLOAT_BYTES, workload_floor
+from bench.suite.workloads import WORKLOADS, select
+from dnnc.models import FACTORIES
+from dnnc.numerics import relative_error
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = {
+    "conv_block": {"batch": 2, "size": 16},
+    "resnet50": {"batch": 2, "image_size": 64},
+    "mobilenet_v2": {"batch": 2, "image_size": 64},
+    "gpt2_block": {"seq": 16, "vocab": 500, "max_len": 64},
+    "bert_layer": {"batch": 2, "seq": 16},
+}
+
+
+def _fresh(model: str, rng: torch.Generator) -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    net, example = FACTORIES[model](**SMALL[model])
+    inputs = [
+        torch.randn(x.shape, generator=rng)
+        if x.is_floating_point()
+        else torch.randint(0, int(x.max()) + 1, x.shape, generator=rng)
+        for x in example
+    ]
+    return net, inputs
+
+
+@pytest.mark.parametrize("model", sorted(SMALL))
+def test_jax_network_matches_the_pytorch_model(model: str, rng: torch.Generator) -> None:
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from bench.suite.jax_nets import NETS
+
+    net, inputs = _fresh(model, rng)
+    fn, params = NETS[model]({k: v.detach().numpy() for k, v in net.state_dict().items()}, jnp.float32)
+    with torch.no_grad():
+        expected = net(*inputs)
+    got = torch.from_numpy(np.array(fn(params, *[jnp.asarray(x.numpy()) for x in inputs])))
+    assert got.shape == expected.shape
+    assert relative_error(got, expected) <= 1e-5
+
+
+def test_every_workload_has_a_jax_network() -> None:
+    pytest.importorskip("jax")
+    from bench.suite.jax_nets import NETS
+
+    assert {w.model for w in WORKLOADS.values()} <= set(NETS)
+
+
+def test_jax_worker_checks_and_times_in_its_own_process(tmp_path: Path, rng: torch.Generator) -> None:
+    pytest.importorskip("jax")
+    net, inputs = _fresh("conv_block", rng)
+    with torch.no_grad():
+        reference = net(*inputs)
+    weights, result = tmp_path / "w.npz", tmp_path / "r.json"
+    arrays = {k: v.detach().numpy() for k, v in net.state_dict().items()}
+    np.savez(weights, __model__=np.array("conv_block"), __reference__=reference.numpy(), __input_0=inputs[0].numpy(), **arrays)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    subprocess.run([sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)], cwd=ROOT, env=env, check=True)
+    entry = json.loads(result.read_text())
+    assert entry["status"] == "ok", entry
+    assert entry["rel_error"] <= 2e-2 and entry["median_ms"] > 0 and entry["compile_s"] > 0
+    # a wrong reference is caught before timing
+    np.savez(weights, __model__=np.array("conv_block"), __reference__=-reference.numpy(), __input_0=inputs[0].numpy(), **arrays)
+    subprocess.run([sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)], cwd=ROOT, env=env, check=True)
+    wrong = json.loads(result.read_text())
+    assert wrong["status"] == "wrong result" and "median_ms" not in wrong
+
+
+def test_floor_counts_flops_and_fewest_bytes() -> None:
+    model, inputs = WORKLOADS["conv-block-b1"].build()
+    floor = workload_floor(model, inputs)
+    n, c, h, w = inputs[0].shape
+    assert floor.flops == 2 * n * c * h * w * c * 9 + n * c * h * w * 2  # the conv, then bias add and relu
+    weights = c * c * 9 + c
+    assert floor.bytes == FLOAT_BYTES * (2 * n * c * h * w + weights), "input and output once, weights once"
+    assert floor.ms(1.0, 1.0) == pytest.approx(max(floor.flops / 1e9, floor.bytes / 1e6))
+
+
+def test_workload_selection_and_units() -> None:
+    assert [w.name for w in select("resnet50-b32,gpt2-block")] == ["resnet50-b32", "gpt2-block"]
+    with pytest.raises(SystemExit, match="unknown workload 'resnet'"):
+        select("resnet")
+    assert WORKLOADS["bert-s512-b8"].items((torch.zeros(8, 512, 768),)) == 8 * 512
+    assert WORKLOADS["resnet50-b32"].items((torch.zeros(32, 3, 8, 8),)) == 32
+
+
+PAYLOAD = {
+    "environment": {"device": "GPU", "driver": "1", "torch": "t", "cudnn_backend": 1, "triton": "3", "date": "today"},
+    "ceilings": {"copy_gbs": 3000.0, "matmul_tflops": 700.0},
+    "jax": "0.0",
+    "results": [
+        {
+            "workload": "resnet50-b32",
+            "unit": "images",
+            "items": 32,
+            "floor": {"flops": 1.0, "bytes": 1.0, "ms": 0.5},
+            "variants": [
+                {
+                    "variant": "PyTorch eager",
+                    "status": "ok",
+                    "median_ms": 3.0,
+                    "of_floor": 0.5 / 3,
+                    "items_per_s": 1e4,
+                    "compile_s": 0,
+                },
+                {
+                    "variant": "dnnc auto",
+                    "status": "ok",
+                    "median_ms": 1.25,
+                    "of_floor": 0.4,
+                    "items_per_s": 2.6e4,
+                    "compile_s": 60,
+                },
+                {"variant": "JAX/XLA", "status": "failed: OOM"},
+            ],
+        }
+    ],
+}
+
+
+def test_tables_and_benchmarks_block(tmp_path: Path) -> None:
+    text = report.tables(PAYLOAD)
+    assert "| workload | floor ms | PyTorch eager | dnnc auto | JAX/XLA |" in text
+    assert "| resnet50-b32 | 0.500 | 3.000 (17%) | 1.250 (40%) | failed |" in text
+    assert "| resnet50-b32 (images) | 0.0 / 0 / 1e+04 | 60.0 / 0 / 2.6e+04 | - |" in text
+    bench = tmp_path / "BENCHMARKS.md"
+    bench.write_text("# Benchmarks\n\nkept\n")
+    report.update_benchmarks(bench, text)
+    report.update_benchmarks(bench, text.replace("1.250", "1.111"))
+    body = bench.read_text()
+    assert body.count(report.BEGIN) == 1 and "1.111" in body and "1.250" not in body and "kept" in body
+
+
+def test_chart_is_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = report.chart(PAYLOAD, tmp_path / "suite.png")
+    assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_runner_refuses_without_a_gpu() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    done = subprocess.run(
+        [sys.executable, "bench/run.py", "--workloads", "conv-block-b1"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "none is visible here" in done.stderr
