@@ -29,7 +29,7 @@ from dnnc.ir.attrs import int_attr
 from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
 from dnnc.partition.candidates import Candidate, graph_nodes
-from dnnc.partition.extract import extract, identity_text
+from dnnc.partition.extract import extract
 from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.partition")
@@ -62,10 +62,31 @@ def lower_alone(candidate: Candidate, params: Any) -> Program:
     return program
 
 
-def measurement_key(candidate: Candidate, program: Program) -> str:
-    return content_key(
-        {**timing_environment(), "backend": candidate.backend, "kind": candidate.kind, "text": identity_text(program)}
-    )
+def measurement_key(candidate: Candidate, text: str) -> str:
+    """``text``: the group's name-free text as extracted (``pricing.identity``), so a
+    cached time is found without lowering the group again."""
+    return content_key({**timing_environment(), "backend": candidate.backend, "kind": candidate.kind, "text": text})
+
+
+def cached_ms(candidate: Candidate, text: str) -> float | None:
+    hit = _CACHE.get_json(measurement_key(candidate, text))
+    return float(hit["ms"]) if hit is not None else None
+
+
+_LOWERS = ContentCache("lowers-alone")
+"""Groups known to lower alone (successes only), so a warm compile skips the check."""
+
+
+def lowering_key(candidate: Candidate, text: str) -> str:
+    return content_key({"dnnc": __version__, "backend": candidate.backend, "kind": candidate.kind, "text": text})
+
+
+def known_to_lower(candidate: Candidate, text: str) -> bool:
+    return _LOWERS.get_json(lowering_key(candidate, text)) is True
+
+
+def remember_lowers(candidate: Candidate, text: str) -> None:
+    _LOWERS.put_json(lowering_key(candidate, text), True)
 
 
 def timing_environment() -> dict[str, Any]:
@@ -92,9 +113,10 @@ def library_versions() -> dict[str, str | None]:
     return out
 
 
-def time_alone(candidate: Candidate, program: Program, device: torch.device) -> float | None:
-    """Median ms of the candidate's kernels, or None if its backend fell back."""
-    key = measurement_key(candidate, program)
+def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float | None:
+    """Median ms of the candidate's kernels, or None if its backend fell back.
+    ``program``: the candidate lowered alone; ``text``: its extracted text (the cache key)."""
+    key = measurement_key(candidate, text)
     hit = _CACHE.get_json(key)
     if hit is not None:
         return float(hit["ms"])

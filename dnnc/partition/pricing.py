@@ -31,7 +31,7 @@ from dnnc.errors import DnncError
 from dnnc.partition.candidates import Candidate
 from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
 from dnnc.partition.extract import extract, identity_text
-from dnnc.partition.measure import lower_alone, time_alone
+from dnnc.partition.measure import cached_ms, known_to_lower, lower_alone, remember_lowers, time_alone
 
 log = logging.getLogger("dnnc.partition")
 
@@ -94,6 +94,11 @@ def measure(
         for key, c in pending.items():
             if key in times:
                 continue
+            hit = cached_ms(c, key[2])
+            if hit is not None:  # measured by an earlier compile: not lowered again
+                times[key] = hit
+                report.measured += 1
+                continue
             try:
                 lowered[key] = lower_alone(c, params)
             except DnncError as e:
@@ -145,17 +150,21 @@ def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
 
 
 def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str | None:
-    try:
-        lower_alone(c, params)
-    except DnncError as e:
-        return str(e)
+    text = identity(c, params)[2]
+    if not known_to_lower(c, text):
+        try:
+            lower_alone(c, params)
+        except DnncError as e:
+            return str(e)
+        remember_lowers(c, text)
     report.lowered += 1
     return None
 
 
 def _time(c: Candidate, program: Any, device: torch.device, report: PricingReport) -> float | str:
     try:
-        ms = time_alone(c, program, device)
+        assert c.identity is not None, "identity() names every candidate of a round"
+        ms = time_alone(c, program, device, c.identity[2])
     except Exception as e:  # a candidate that breaks while timing is not a choice
         log.info("partition: timing %s failed: %s: %s", c.label, type(e).__name__, e)
         return f"{type(e).__name__} while timing"

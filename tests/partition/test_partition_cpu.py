@@ -24,7 +24,7 @@ from dnnc.partition.cost import H100, estimate_ms, peaks_for, work_of
 from dnnc.partition.cover import best_cover
 from dnnc.partition.explain import GROUP_HEADER, explain_lines
 from dnnc.partition.extract import extract
-from dnnc.partition.measure import lower_alone, measurement_key
+from dnnc.partition.measure import measurement_key
 from dnnc.partition.partitioner import Partition
 from dnnc.passes import parse_passes
 from dnnc.pipeline import PARTITIONED, run_passes
@@ -175,28 +175,49 @@ def test_explain_command(tmp_path) -> None:
 
 
 def test_measurement_key_changes_with_every_input(monkeypatch) -> None:
+    from dnnc.partition.pricing import identity
+
     program, _, _ = block_program(torch.float16)
     nodes = graph_nodes(program.entry.body.block)
     cands = [c for c in enumerate_candidates(nodes, BACKENDS, "auto") if c.backend == "cudnn"]
     a, b = cands[0], cands[1]
-    lowered = lower_alone(a, program.params)
-    base = measurement_key(a, lowered)
-    assert measurement_key(a, lowered) == base, "stable"
-    assert measurement_key(b, lower_alone(b, program.params)) != base, "group text and kind"
+    text = identity(a, program.params)[2]
+    base = measurement_key(a, text)
+    assert measurement_key(a, text) == base, "stable"
+    assert measurement_key(b, identity(b, program.params)[2]) != base, "group text and kind"
     with knobs.override(autotune=not knobs.get().autotune):
-        assert measurement_key(a, lowered) != base, "autotune setting"
+        assert measurement_key(a, text) != base, "autotune setting"
     from dnnc.partition import measure
 
     versions = measure.library_versions
     monkeypatch.setattr(measure, "library_versions", lambda: {"torch": "0.0", "triton": None, "cudnn": None})
-    assert measurement_key(a, lowered) != base, "library versions"
+    assert measurement_key(a, text) != base, "library versions"
     monkeypatch.setattr(measure, "library_versions", versions)
-    assert measurement_key(a, lowered) == base
+    assert measurement_key(a, text) == base
     monkeypatch.setattr(measure, "__version__", "9.9.9")
-    assert measurement_key(a, lowered) != base, "dnnc version"
+    assert measurement_key(a, text) != base, "dnnc version"
 
 
-def test_measurement_rounds_time_each_distinct_group_once(monkeypatch) -> None:
+def test_groups_known_to_lower_are_not_lowered_again(monkeypatch, own_cache) -> None:
+    """A warm compile skips the lowering check of groups that lowered before (only
+    successes are remembered: a group that failed is checked again)."""
+    from dnnc.partition import pricing
+    from dnnc.partition.pricing import price
+
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    first, report = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
+    assert report.lowered > 0
+
+    def refuse(c, params):
+        raise AssertionError(f"{c.label} lowered again")
+
+    monkeypatch.setattr(pricing, "lower_alone", refuse)
+    again, report_again = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
+    assert len(again) == len(first) and report_again.lowered == report.lowered
+
+
+def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache) -> None:
     """The GPU timing is replaced by a fake (twice the estimate; the first cuDNN group
     asked for fails): the rounds time only groups of the current best covers, each distinct
     group once, drop the one that fails, and stop when the covers are all measured."""
@@ -326,6 +347,22 @@ def test_contest_key_changes_with_every_input() -> None:
     assert contest_key(program.module, ("triton",)) != base, "backends"
     with knobs.override(autotune=not knobs.get().autotune):
         assert contest_key(program.module, BACKENDS) != base, "autotune setting"
+
+
+def test_a_cached_time_is_used_without_lowering_or_timing(monkeypatch, own_cache) -> None:
+    from dnnc.partition import measure, pricing
+    from dnnc.partition.pricing import PricingReport, identity, price
+
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    priced, _ = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
+    c = next(c for c in priced if c.backend == "cudnn")
+    with knobs.override(autotune=False):  # candidates are timed untuned (knobs.measure_autotune off)
+        measure._CACHE.put_json(measurement_key(c, identity(c, program.params)[2]), {"ms": 0.25})
+    monkeypatch.setattr(pricing, "lower_alone", lambda *a: pytest.fail("lowered a group whose time is cached"))
+    monkeypatch.setattr(pricing, "_time", lambda *a: pytest.fail("timed a group whose time is cached"))
+    pricing.measure([c], priced, program.params, PricingReport(), {})
+    assert c.measured_ms == 0.25
 
 
 def _kernels(program: Program) -> Counter:
