@@ -232,6 +232,98 @@ def explain_command(
 # run ----------------------------------------------------------------------------------
 
 
+# spec -------------------------------------------------------------------------------------
+
+
+@main.group("spec")
+def spec_group() -> None:
+    """Tuning specs: check them, merge them into one library."""
+
+
+def _spec_target(f: Callable[..., Any]) -> Callable[..., Any]:
+    for decorate in reversed(
+        [
+            click.option("--arch", default=None, help="Target architecture, like sm_90 (default: the GPU here)."),
+            click.option("--gpu-name", default=None, help="GPU name records' sku must be part of (default: the GPU here)."),
+            click.option("--cudnn", default=None, help="cuDNN version to check version ranges against (default: installed)."),
+            click.option("--triton", default=None, help="Triton version to check version ranges against (default: installed)."),
+        ]
+    ):
+        f = decorate(f)
+    return f
+
+
+def _spec_libraries(paths: tuple[Path, ...]) -> list[tuple[str, Any]]:
+    from dnnc.specs import load_library
+
+    return [("user", lib) for p in paths for lib in load_library(p)]
+
+
+def _spec_device(arch: str | None, gpu_name: str | None, cudnn: str | None, triton: str | None) -> Any:
+    from dnnc.specs.library import local_device
+
+    versions = {k: v for k, v in (("cudnn", cudnn), ("triton", triton)) if v}
+    try:
+        return local_device(arch, gpu_name, versions)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+
+
+@spec_group.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_spec_target
+@user_errors
+def spec_verify_command(
+    paths: tuple[Path, ...], arch: str | None, gpu_name: str | None, cudnn: str | None, triton: str | None
+) -> None:
+    """Check tuning specs (files or directories, highest precedence first): schema,
+    every field, which records apply to the target, version ranges, overlaps."""
+    from dnnc.specs import resolve
+    from dnnc.specs.merge import overlaps
+
+    libraries = _spec_libraries(paths)
+    for _, lib in libraries:
+        click.echo(f"{lib.path}: {len(lib.records)} records, mode {lib.mode}" + (f", layer {lib.layer}" if lib.layer else ""))
+    device = _spec_device(arch, gpu_name, cudnn, triton)
+    resolved = resolve(libraries, device)
+    for warning in resolved.warnings:
+        click.echo(f"warning: {warning}")
+    for overlap in overlaps(resolved.records):
+        click.echo(overlap.text())
+    click.echo(
+        f"{len(resolved.records)} records apply to {device.arch} ({device.name or 'any GPU'}), {len(resolved.other_target)} are for other targets"
+    )
+
+
+@spec_group.command("merge")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The merged library.")
+@_spec_target
+@user_errors
+def spec_merge_command(
+    paths: tuple[Path, ...], output: Path, arch: str | None, gpu_name: str | None, cudnn: str | None, triton: str | None
+) -> None:
+    """Merge tuning specs (highest precedence first) into one library for the target,
+    reporting overlapping and conflicting matchers."""
+    from dnnc.specs import parse_library, resolve
+    from dnnc.specs.merge import overlaps, to_toml
+
+    resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton))
+    for warning in resolved.warnings:
+        click.echo(f"warning: {warning}")
+    found = overlaps(resolved.records)
+    for overlap in found:
+        click.echo(overlap.text())
+    text = to_toml(resolved.records)
+    parse_library(text, str(output))  # what is written reads back
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
+    conflicts = sum(o.conflict for o in found)
+    click.echo(
+        f"wrote {output}: {len(resolved.records)} records, {conflicts} conflicts, {len(found) - conflicts} redundant overlaps"
+    )
+
+
 @main.command("run")
 @click.argument("program_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(

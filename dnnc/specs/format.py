@@ -1,0 +1,239 @@
+"""The tuning-spec file: TOML, one library per file, validated when loaded, every
+error naming the file and line.
+
+    schema = 1
+    layer = "user"              # user | project | sku | arch | generic (else: where it was loaded from)
+    mode = "append"             # append | replace (the layers below are dropped) | disable (and nothing added)
+    target = { arch = "sm_90", sku = "H100" }   # default for the records; sku: a part of the GPU name
+
+    [[record]]
+    name = "ResNet-50 stem"     # optional, for reports
+    match = { kind = "conv_bias_relu", dtype = ["f16"], input = ["*", 3, 224, 224], weight = [64, 3, 7, 7] }
+    versions = { cudnn = ">=9.0,<10" }          # library-version ranges (PEP 440); others: triton
+    decision = { backend = "cudnn", engine = 32, knobs = { TILE_SIZE = 2 }, tag = "eng32_k2=2_k6=3" }
+    # or decision = { backend = "triton", config = { BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 32, num_warps = 4 } }
+    provenance = { by = "dnnc tune", measured_ms = 0.021, baseline_ms = 0.030, date = "2026-11-22" }
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from dnnc.errors import DnncError
+from dnnc.specs.match import Matcher, parse_matcher
+
+SCHEMA = 1
+LAYER_NAMES = ("user", "project", "sku", "arch", "generic")
+MODES = ("append", "replace", "disable")
+BACKENDS = ("cudnn", "triton")
+LIBRARIES = ("cudnn", "triton")
+TRITON_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "num_warps", "num_stages")
+
+
+class SpecError(DnncError):
+    """A tuning spec that cannot be used, with the file and line to look at."""
+
+
+@dataclass(frozen=True)
+class Target:
+    arch: str | None = None
+    """``sm_90``; None: any."""
+    sku: str | None = None
+    """A part of the GPU's name (``H100``); None: any."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    backend: str
+    engine: int | None = None
+    knobs: Mapping[str, int] = field(default_factory=dict)
+    tag: str | None = None
+    config: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Record:
+    matcher: Matcher
+    decision: Decision
+    target: Target
+    versions: Mapping[str, SpecifierSet]
+    provenance: Mapping[str, Any]
+    name: str
+    source: str
+    """``file:line`` of the record's ``[[record]]`` header."""
+
+
+@dataclass(frozen=True)
+class Library:
+    path: str
+    layer: str | None
+    mode: str
+    records: tuple[Record, ...]
+
+
+def load_library(path: str | Path) -> list[Library]:
+    """A file, or every ``*.toml`` in a directory (in name order)."""
+    p = Path(path)
+    if p.is_dir():
+        return [lib for f in sorted(p.glob("*.toml")) for lib in load_library(f)]
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise SpecError(f"{p}: cannot read the tuning spec: {e.strerror or e}") from None
+    return [parse_library(text, str(p))]
+
+
+def parse_library(text: str, path: str = "<spec>") -> Library:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+    lines = text.splitlines()
+    at = _Locator(path, lines)
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise SpecError(f"{at.key('schema')}: schema = {schema!r}: this dnnc reads schema {SCHEMA}")
+    unknown = set(doc) - {"schema", "layer", "mode", "target", "record"}
+    if unknown:
+        raise SpecError(f"{at.key(sorted(unknown)[0])}: unknown key {sorted(unknown)[0]!r}")
+    layer = doc.get("layer")
+    if layer is not None and layer not in LAYER_NAMES:
+        raise SpecError(f"{at.key('layer')}: layer = {layer!r}: expected one of {', '.join(LAYER_NAMES)}")
+    mode = doc.get("mode", "append")
+    if mode not in MODES:
+        raise SpecError(f"{at.key('mode')}: mode = {mode!r}: expected one of {', '.join(MODES)}")
+    default_target = _target(doc.get("target", {}), at.key("target"))
+    raw = doc.get("record", [])
+    if not isinstance(raw, list):
+        raise SpecError(f"{at.key('record')}: records are [[record]] tables")
+    headers = [i + 1 for i, line in enumerate(lines) if line.strip() == "[[record]]"]
+    records = []
+    for i, entry in enumerate(raw):
+        line = headers[i] if i < len(headers) else None
+        where = f"{path}:{line}" if line else path
+        records.append(_record(entry, where, default_target, at.within(line, headers[i + 1] if i + 1 < len(headers) else None)))
+    if mode == "disable" and records:
+        raise SpecError(f"{at.key('mode')}: a library with mode = 'disable' adds no records (it has {len(records)})")
+    return Library(path, layer, mode, tuple(records))
+
+
+class _Locator:
+    """``file:line`` of a key (the first line that assigns it), for messages."""
+
+    def __init__(self, path: str, lines: list[str], start: int | None = None, end: int | None = None):
+        self.path, self.lines, self.start, self.end = path, lines, start or 1, end
+
+    def key(self, name: str) -> str:
+        pattern = re.compile(rf"^\s*{re.escape(name.split('.')[0])}\s*[=.]|\b{re.escape(name.split('.')[-1])}\s*=")
+        stop = self.end - 1 if self.end else len(self.lines)
+        for number in range(self.start, stop + 1):
+            if pattern.search(self.lines[number - 1]):
+                return f"{self.path}:{number}"
+        return f"{self.path}:{self.start}" if self.start > 1 else self.path
+
+    def within(self, start: int | None, end: int | None) -> _Locator:
+        return _Locator(self.path, self.lines, start, end)
+
+
+def _record(entry: Any, where: str, default: Target, at: _Locator) -> Record:
+    name = entry.get("name", "") if isinstance(entry, dict) else ""
+    label = f"record {name!r}" if name else "record"
+    if not isinstance(entry, dict):
+        raise SpecError(f"{where}: a record is a table")
+    unknown = set(entry) - {"name", "match", "target", "versions", "decision", "provenance"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise SpecError(f"{at.key(key)}: {label}: unknown key {key!r}")
+    for required in ("match", "decision"):
+        if not isinstance(entry.get(required), dict):
+            raise SpecError(f"{where}: {label}: needs a {required} table")
+    try:
+        matcher = parse_matcher(entry["match"])
+    except ValueError as e:
+        raise SpecError(f"{at.key(str(e).split(':')[0])}: {label}: {e}") from None
+    decision = _decision(entry["decision"], label, at)
+    target = _target(entry["target"], at.key("target")) if "target" in entry else default
+    versions = _versions(entry.get("versions", {}), label, at)
+    provenance = entry.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise SpecError(f"{at.key('provenance')}: {label}: provenance is a table")
+    for key in ("measured_ms", "baseline_ms"):
+        if key in provenance and not isinstance(provenance[key], int | float):
+            raise SpecError(f"{at.key(key)}: {label}: provenance.{key} is a number of milliseconds")
+    return Record(matcher, decision, target, versions, provenance, name, where)
+
+
+def _decision(table: Mapping[str, Any], label: str, at: _Locator) -> Decision:
+    backend = table.get("backend")
+    if backend not in BACKENDS:
+        raise SpecError(f"{at.key('backend')}: {label}: decision.backend = {backend!r}: expected one of {', '.join(BACKENDS)}")
+    allowed = {"backend", "engine", "knobs", "tag"} if backend == "cudnn" else {"backend", "config"}
+    extra = set(table) - allowed
+    if extra:
+        key = sorted(extra)[0]
+        raise SpecError(f"{at.key(key)}: {label}: decision.{key} does not apply to backend {backend!r}")
+    engine, knobs, tag = table.get("engine"), table.get("knobs", {}), table.get("tag")
+    if engine is not None and (not isinstance(engine, int) or isinstance(engine, bool) or engine < 0):
+        raise SpecError(f"{at.key('engine')}: {label}: decision.engine is a cuDNN engine id (an integer >= 0)")
+    if not isinstance(knobs, dict) or any(not isinstance(v, int) or isinstance(v, bool) for v in knobs.values()):
+        raise SpecError(f"{at.key('knobs')}: {label}: decision.knobs maps knob names to integers")
+    if tag is not None and not re.fullmatch(r"eng\d+(_k\d+=-?\d+)*", str(tag)):
+        raise SpecError(f"{at.key('tag')}: {label}: decision.tag {tag!r} is not a cuDNN engine tag like 'eng32_k2=2_k6=3'")
+    config = table.get("config", {})
+    if backend == "triton":
+        if not isinstance(config, dict) or not config:
+            raise SpecError(f"{at.key('config')}: {label}: a Triton decision needs a config table")
+        for key, value in config.items():
+            problem = _triton_problem(key, value)
+            if problem:
+                raise SpecError(f"{at.key(key)}: {label}: decision.config.{key}: {problem}")
+    return Decision(backend, engine, dict(knobs), tag, dict(config))
+
+
+def _triton_problem(key: str, value: Any) -> str | None:
+    if key not in TRITON_KEYS:
+        return f"unknown (expected {', '.join(TRITON_KEYS)})"
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return f"{value!r} is not a positive integer"
+    if key.startswith("BLOCK") and value & (value - 1):
+        return f"{value} is not a power of two (tl.arange needs one)"
+    if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
+        return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
+    if key == "num_stages" and value > 8:
+        return f"{value} stages: at most 8"
+    return None
+
+
+def _target(table: Any, where: str) -> Target:
+    if not isinstance(table, dict) or set(table) - {"arch", "sku"}:
+        raise SpecError(f"{where}: target is a table of arch (like 'sm_90') and sku (part of the GPU name)")
+    arch = table.get("arch")
+    if arch is not None and not re.fullmatch(r"sm_\d{2,3}a?", str(arch)):
+        raise SpecError(f"{where}: target.arch = {arch!r}: expected an architecture like 'sm_90'")
+    sku = table.get("sku")
+    if sku is not None and not isinstance(sku, str):
+        raise SpecError(f"{where}: target.sku is a part of the GPU name, like 'H100'")
+    return Target(arch, sku)
+
+
+def _versions(table: Any, label: str, at: _Locator) -> dict[str, SpecifierSet]:
+    if not isinstance(table, dict):
+        raise SpecError(f"{at.key('versions')}: {label}: versions is a table of library ranges")
+    out = {}
+    for library, text in table.items():
+        if library not in LIBRARIES:
+            raise SpecError(f"{at.key(library)}: {label}: versions.{library}: expected one of {', '.join(LIBRARIES)}")
+        try:
+            out[library] = SpecifierSet(str(text))
+        except InvalidSpecifier:
+            raise SpecError(
+                f"{at.key(library)}: {label}: versions.{library} = {text!r} is not a version range like '>=9.0,<10'"
+            ) from None
+    return out
