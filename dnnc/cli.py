@@ -324,6 +324,77 @@ def spec_merge_command(
     )
 
 
+@spec_group.command("show")
+@click.argument("model")
+@click.option(
+    "--tuning-spec",
+    "paths",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A spec file or directory (repeatable, highest precedence first).",
+)
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--dtype", type=click.Choice(sorted(_DTYPES)), default=None, help="Cast the model and its float inputs first.")
+@click.option("--strict", is_flag=True, help="Fail when a group matches no record.")
+@_spec_target
+@user_errors
+def spec_show_command(
+    model: str,
+    paths: tuple[Path, ...],
+    factory_args: tuple[str, ...],
+    dtype: str | None,
+    strict: bool,
+    arch: str | None,
+    gpu_name: str | None,
+    cudnn: str | None,
+    triton: str | None,
+) -> None:
+    """Which record applies to each group of MODEL, and which records are shadowed
+    (they match, but an earlier record always wins) or unused (they match nothing)."""
+    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs import resolve
+    from dnnc.specs.facts import first_match, sites
+    from dnnc.specs.library import record_label
+
+    module, inputs, _ = load_model(model, parse_kwargs(factory_args))
+    if dtype is not None:
+        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton))
+    for warning in resolved.warnings:
+        click.echo(f"warning: {warning}")
+    program = to_canonical_tcp(module.eval(), inputs)
+    won: set[int] = set()
+    matched: set[int] = set()
+    unmatched = []
+    for site in sites(program):
+        for r in resolved.records:
+            if any(r.matcher.matches(f) for f in site.prefixes):
+                matched.add(id(r))
+        found = first_match(site, resolved.records)
+        if found is None:
+            unmatched.append(site)
+            click.echo(f"{site.label:28s} no record (cost model decides)")
+            continue
+        record, facts = found
+        won.add(id(record))
+        d = record.decision  # type: ignore[attr-defined]
+        what = (
+            f"cudnn {d.tag or d.engine}"
+            if d.backend == "cudnn"
+            else "triton " + ",".join(f"{k}={v}" for k, v in d.config.items())
+        )
+        click.echo(f"{site.label:28s} {facts.kind} -> {what}  ({record.source}, {record_label(record)})")  # type: ignore[attr-defined]
+    for r in resolved.records:
+        if id(r) not in matched:
+            click.echo(f"unused: {r.source} ({record_label(r)}) matches no group of this model")
+        elif id(r) not in won:
+            click.echo(f"shadowed: {r.source} ({record_label(r)}) matches, but an earlier record always wins")
+    if strict and unmatched:
+        raise click.ClickException(f"--strict: {len(unmatched)} groups match no record: {', '.join(s.label for s in unmatched)}")
+
+
 @main.command("run")
 @click.argument("program_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(

@@ -203,3 +203,47 @@ def test_spec_cli_verify_and_merge(tmp_path: Path) -> None:
     spec.write_text(EXAMPLE.replace("num_warps = 4", "num_warps = 5"))
     bad = CliRunner().invoke(main, ["spec", "verify", str(spec), *target])
     assert bad.exit_code != 0 and f"{spec}:15:" in bad.output and "5 warps" in bad.output
+
+
+SHOW = """\
+schema = 1
+[[record]]
+name = "first"
+match = { kind = "conv_bias_relu", dtype = ["f16"] }
+decision = { backend = "cudnn", engine = 3 }
+[[record]]
+name = "second"
+match = { kind = "conv_bias*", weight = ["%8", "*", 1, 1] }
+decision = { backend = "triton", config = { BLOCK_M = 64 } }
+[[record]]
+name = "again"
+match = { kind = "conv_bias_relu" }
+decision = { backend = "cudnn", engine = 4 }
+[[record]]
+name = "never"
+match = { kind = "layernorm*" }
+decision = { backend = "cudnn", engine = 1 }
+"""
+
+
+def test_spec_show_reports_each_group_shadowed_unused_and_strict(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dnnc.cli import main
+
+    spec = tmp_path / "show.toml"
+    spec.write_text(SHOW)
+    args = ["spec", "show", "dnnc.models:resnet50", "--arg", "batch=1", "--arg", "image_size=32", "--dtype", "f16"]
+    args += ["--tuning-spec", str(spec), "--arch", "sm_90", "--gpu-name", "GPU", "--cudnn", "9.19.0", "--triton", "3.6.0"]
+    shown = CliRunner().invoke(main, args)
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].startswith("#0 conv_bias_relu") and "cudnn 3" in lines[0] and "record 'first'" in lines[0]
+    assert any("conv_bias_add_relu -> triton BLOCK_M=64" in line and "record 'second'" in line for line in lines)
+    assert any("matmul" in line and "no record" in line for line in lines)
+    assert any(line.startswith("unused:") and "'never'" in line for line in lines)
+    assert [line for line in lines if line.startswith("shadowed:")] == [
+        f"shadowed: {spec}:10 (record 'again') matches, but an earlier record always wins"
+    ]
+    strict = CliRunner().invoke(main, [*args, "--strict"])
+    assert strict.exit_code != 0 and "--strict:" in strict.output and "matmul_add" in strict.output.splitlines()[-1]
