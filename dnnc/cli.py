@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections import Counter
@@ -73,6 +74,13 @@ _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     default=None,
     help="How GPU groups are chosen (default: DNNC_PARTITION, else greedy); see dnnc explain.",
 )
+@click.option(
+    "--tuning-spec",
+    "tuning_specs",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A tuning-spec file or directory whose decisions override the partitioner's (repeatable, first wins).",
+)
 @click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
 @user_errors
 def compile_command(
@@ -84,6 +92,7 @@ def compile_command(
     batch: int | None,
     dump_dir: Path | None,
     partition: str | None,
+    tuning_specs: tuple[Path, ...],
     check: bool,
 ) -> None:
     """Compile MODEL (path/to/file.py:factory or package.module:factory).
@@ -97,7 +106,8 @@ def compile_command(
     from dnnc.model_loader import load_model, parse_kwargs
 
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
-    settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition}.items() if v is not None}
+    specs = os.pathsep.join(str(p) for p in tuning_specs) or None
+    settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition, "tuning_specs": specs}.items() if v is not None}
     with knobs.override(**settings):
         with console.status("loading the model"):
             started = time.perf_counter()

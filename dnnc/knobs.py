@@ -53,6 +53,11 @@ class Knobs:
     measure: bool = True
     """On a GPU, time candidate groups for the partitioner (cached by content); off
     prices them by the roofline estimate alone. (DNNC_MEASURE)"""
+    tuning_specs: str = ""
+    """Tuning-spec files or directories of the user layer, highest precedence first,
+    separated by the OS path separator (``dnnc compile --tuning-spec``). (DNNC_TUNING_SPECS)"""
+    tuning_spec_path: str = ""
+    """Tuning-spec files or directories of the project layer, same form. (DNNC_TUNING_SPEC_PATH)"""
     measure_autotune: bool = False
     """Tune each candidate the partitioner times alone (every cuDNN candidate's plans, every
     Triton config); off times the heuristic choices, which is several times faster, and
@@ -83,6 +88,8 @@ _ENV = {
     "partition": "DNNC_PARTITION",
     "measure": "DNNC_MEASURE",
     "measure_autotune": "DNNC_MEASURE_AUTOTUNE",
+    "tuning_specs": "DNNC_TUNING_SPECS",
+    "tuning_spec_path": "DNNC_TUNING_SPEC_PATH",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
 }

@@ -28,6 +28,7 @@ from dnnc.errors import DnncError, PassError
 from dnnc.frontend.torch_export import decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
+from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import ParamPass, parse_passes
 
@@ -60,6 +61,8 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
         if f"gpu-{b}" not in STAGES:
             raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
     policy = knobs.get().partition
+    if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
+        say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
     if policy != "greedy":
         cudnn = "cudnn" in backends and has_cudnn_frontend()
         attention = ["gpu-cudnn-attention"] if cudnn and knobs.get().cudnn_attention else []

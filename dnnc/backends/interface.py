@@ -28,6 +28,13 @@ GROUP_BACKEND_ATTR = "backend"
 
 GROUP_KIND_ATTR = "kind"
 """Attribute on ``tcp.isolated_group`` naming the pattern or kernel kind (a string)."""
+SPEC_PLAN_ATTR = "dnnc.plan"
+"""On an outlined cuDNN group: the plan (``PlanRecord`` JSON: engine, knobs, tag) a
+tuning spec chose; ``lower-cudnn`` moves it onto the ``cudnn.graph``, which is then
+built from it without tuning."""
+SPEC_CONFIG_ATTR = "dnnc.triton_config"
+"""On an op: the Triton config (JSON) a tuning spec chose for the kernel that holds it
+(used as is, not tuned)."""
 
 
 def group_attr(op: object, name: str) -> str | None:

@@ -65,6 +65,10 @@ class Candidate:
     """What the partitioner charges: measured, else the estimate corrected by
     calibration; plus ``layout_ms``."""
     notes: list[str] = field(default_factory=list)
+    spec: str | None = None
+    """The tuning-spec record (``file:line``) that chose this group; it is not timed."""
+    spec_plan: str | None = None
+    """The cuDNN plan (``PlanRecord`` JSON) that record chose, if any."""
 
     @property
     def mask(self) -> int:

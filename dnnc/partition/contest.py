@@ -36,10 +36,11 @@ MARGIN = 1.5
 predictions of the measured covers were within ~30% of the programs' times."""
 
 
-def contest_key(module: ModuleOp, backends: Sequence[str]) -> str:
-    """The program's text (before partitioning), the backends, and what every
-    measured time depends on (``measure.timing_environment``)."""
-    return content_key({**timing_environment(), "program": str(module), "backends": list(backends)})
+def contest_key(module: ModuleOp, backends: Sequence[str], specs: str | None = None) -> str:
+    """The program's text (before partitioning), the backends, the tuning specs in
+    force (their fingerprint), and what every measured time depends on
+    (``measure.timing_environment``)."""
+    return content_key({**timing_environment(), "program": str(module), "backends": list(backends), "specs": specs})
 
 
 Build = Callable[[ModuleOp, Mapping[Operation, Operation], ParamStore], None]

@@ -41,6 +41,8 @@ from dnnc.partition.cover import Cover, NoCover, best_cover
 from dnnc.partition.pricing import PricingReport, Times, measure, price, should_measure
 from dnnc.partition.realize import realize
 from dnnc.passes.base import ParamPass
+from dnnc.specs.apply import active as active_specs
+from dnnc.specs.apply import apply_specs, mark_configs
 
 log = logging.getLogger("dnnc.partition")
 
@@ -78,18 +80,22 @@ class Partition(ParamPass):
         decided = self.decide(block, params)
         if decided is None:
             return None
-        record, chosen = decided
+        record, chosen, configs = decided
         if record["measured"] and self.policy == "auto" and module is not None:
-            winner, programs = self.whole_program_check(module, params, chosen, record)
+            winner, programs = self.whole_program_check(module, params, chosen, configs, record)
             if winner != "auto":  # that policy's own cover, decided again here (its times are cached)
-                record, chosen = replace(self, policy=winner).decide(block, params) or (record, chosen)
+                record, chosen, configs = replace(self, policy=winner).decide(block, params) or (record, chosen, configs)
                 record["policy"] = "auto"
             record["programs"] = programs
         realize(chosen)
+        mark_configs(configs)
         return record
 
-    def decide(self, block: Block, params: ParamStore) -> tuple[dict[str, Any], list[Candidate]] | None:
-        """The decision record and the chosen candidates of ``self.policy`` (IR untouched)."""
+    def decide(
+        self, block: Block, params: ParamStore
+    ) -> tuple[dict[str, Any], list[Candidate], dict[Operation, dict[str, int]]] | None:
+        """The decision record, the chosen candidates of ``self.policy`` and the Triton
+        configs tuning specs chose, by root op (IR untouched)."""
         nodes = graph_nodes(block)
         if not nodes:
             return None
@@ -97,15 +103,30 @@ class Partition(ParamPass):
         measured = should_measure()
         candidates = enumerate_candidates(nodes, self.backends or available_backends(), self.policy)
         priced, pricing = price(candidates, params, peaks)
+        specs = active_specs()
+        applied = apply_specs(priced, specs[0]) if specs is not None else None
+        if applied is not None:
+            priced = applied.candidates
         preds = node_preds(nodes)
         if measured:
             priced = measure_what_matters(preds, priced, params, pricing)
         cover = cover_by(preds, priced)
+        chosen = [priced[i] for i in cover.chosen]
         record = decision_record(self.policy, nodes, preds, priced, cover, pricing, peaks.name, measured)
-        return record, [priced[i] for i in cover.chosen]
+        if applied is not None and specs is not None:
+            for group, c in zip(record["groups"], chosen):
+                group["spec"] = applied.source_of(c)
+            warnings = [*specs[0].warnings, *applied.ignored]
+            record["specs"] = {"fingerprint": specs[1], "warnings": warnings, "records": len(specs[0].records)}
+        return record, chosen, applied.configs if applied is not None else {}
 
     def whole_program_check(
-        self, module: ModuleOp, params: ParamStore, chosen: Sequence[Candidate], record: dict[str, Any]
+        self,
+        module: ModuleOp,
+        params: ParamStore,
+        chosen: Sequence[Candidate],
+        configs: dict[Operation, dict[str, int]],
+        record: dict[str, Any],
     ) -> tuple[str, dict[str, Any]]:
         """``auto``'s cover against what ``cudnn-only`` and ``triton-only`` would build,
         as whole programs on the GPU (``contest``): the fastest program's policy wins."""
@@ -118,11 +139,11 @@ class Partition(ParamPass):
 
         totals = record["totals"]
         contenders: dict[str, tuple[float | None, Build]] = {
-            "auto": (totals["chosen_ms"], lambda copy, ops, store: realize(chosen, ops)),
+            "auto": (totals["chosen_ms"], lambda copy, ops, store: realize(chosen, ops) or mark_configs(configs, ops)),
             "cudnn-only": (totals["cudnn_only_ms"], own_policy("cudnn-only")),
             "triton-only": (totals["triton_only_ms"], own_policy("triton-only")),
         }
-        key = contest_key(module, self.backends or tuple(available_backends()))
+        key = contest_key(module, self.backends or tuple(available_backends()), (record.get("specs") or {}).get("fingerprint"))
         found = CONTESTS.get_json(key)
         if isinstance(found, dict) and found.get("winner") in contenders:
             return found["winner"], {**found, "cached": True}
@@ -149,7 +170,9 @@ def measure_what_matters(
                 chosen += [allowed[i] for i in cover_by(preds, allowed).chosen]
             except NoCover:
                 continue
-        if all(c.measured_ms is not None or c.fixed or c.backend not in ("cudnn", "triton") for c in chosen):
+        if all(
+            c.measured_ms is not None or c.fixed or c.spec is not None or c.backend not in ("cudnn", "triton") for c in chosen
+        ):
             break
         candidates = measure(chosen, candidates, params, report, times)
     return candidates

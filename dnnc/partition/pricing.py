@@ -88,7 +88,7 @@ def measure(
     with knobs.override(autotune=settings.autotune and settings.measure_autotune):
         pending: dict[tuple[str, str, str], Candidate] = {}
         for c in chosen:
-            if c.measured_ms is None and not c.fixed and c.backend in ("cudnn", "triton"):
+            if c.measured_ms is None and not c.fixed and c.spec is None and c.backend in ("cudnn", "triton"):
                 pending.setdefault(identity(c, params), c)
         lowered = {}
         for key, c in pending.items():

@@ -1,7 +1,7 @@
 """Make the IR say what a cover chose: chosen cuDNN groups are outlined as
 ``tcp.isolated_group {backend = "cudnn"}`` (``lower-cudnn`` turns them into
 ``cudnn.graph`` ops); the ops of each chosen Triton group get one ``dnnc.part``
-number, so ``triton-fuse`` builds exactly that kernel; views and torch ops stay."""
+number, so ``triton-fuse`` builds exactly that kernel; views and torch ops stay. A tuning spec's cuDNN plan rides on the outlined group."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import Operation
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SPEC_PLAN_ATTR
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.ir.attrs import int_attr
 from dnnc.ir.outline import outline
@@ -29,4 +29,7 @@ def realize(chosen: Sequence[Candidate], ops: Mapping[Operation, Operation] | No
     for c in chosen:
         if c.backend == "cudnn" and not c.fixed:
             group = members(c)
-            outline(group, [group[-1].results[0]], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: c.kind})
+            attrs: dict[str, str] = {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: c.kind}
+            if c.spec_plan is not None:
+                attrs[SPEC_PLAN_ATTR] = c.spec_plan
+            outline(group, [group[-1].results[0]], attrs)

@@ -28,8 +28,8 @@ LAYERS = LAYER_NAMES
 
 @dataclass(frozen=True)
 class Device:
-    arch: str
-    """``sm_90``."""
+    arch: str | None
+    """``sm_90``; None (no GPU here): records of every target apply."""
     name: str
     """The GPU's name, e.g. ``NVIDIA H100 80GB HBM3``."""
     versions: Mapping[str, str] = field(default_factory=dict)
@@ -78,6 +78,8 @@ def resolve(libraries: Sequence[tuple[str, Library]], device: Device) -> Resolve
 
 def _for_device(record: Record, device: Device) -> bool:
     t = record.target
+    if device.arch is None:
+        return True
     return (t.arch is None or t.arch == device.arch) and (t.sku is None or t.sku.lower() in device.name.lower())
 
 
@@ -98,9 +100,12 @@ def record_label(record: Record) -> str:
     return f"record {record.name!r}" if record.name else "record"
 
 
-def local_device(arch: str | None = None, name: str | None = None, versions: Mapping[str, str] | None = None) -> Device:
+def local_device(
+    arch: str | None = None, name: str | None = None, versions: Mapping[str, str] | None = None, required: bool = True
+) -> Device:
     """The GPU here (or the one named) and the installed cuDNN and Triton versions;
-    what is given overrides what is found. Without a GPU and without ``arch``: ValueError."""
+    what is given overrides what is found. Without a GPU and without ``arch``: ValueError
+    when ``required``, else a device of unknown architecture (every target applies)."""
     import importlib.metadata as md
 
     import torch
@@ -114,7 +119,7 @@ def local_device(arch: str | None = None, name: str | None = None, versions: Map
     found |= dict(versions or {})
     if arch is None or name is None:
         if not torch.cuda.is_available():
-            if arch is None:
+            if arch is None and required:
                 raise ValueError("no GPU here: name the target with --arch (like sm_90)")
         else:
             major, minor = torch.cuda.get_device_capability(0)

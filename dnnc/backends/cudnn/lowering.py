@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SPEC_PLAN_ATTR, group_attr
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
@@ -141,6 +141,9 @@ class _Lowering:
             self.values[op.results[0]] = result
         graph = cudnn.GraphOp(list(self.group.captures), [r.type for r in self.group.outputs], strides, self.block)  # type: ignore[misc]
         graph.attributes["kind"] = str_attr(self.kind)
+        plan = self.group.attributes.get(SPEC_PLAN_ATTR)
+        if isinstance(plan, StringAttr):  # a tuning spec's plan: built from it, not tuned
+            graph.plan = plan
         return graph
 
     def output(self, v: SSAValue) -> tuple[SSAValue, list[int]]:

@@ -251,6 +251,12 @@ def build_kernel(op: dialect.GraphOp, device: torch.device, signature: str | Non
     cudnn = load_frontend()
     handle = handle_for(device)
     cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream(device).cuda_stream)
+    if op.plan is not None:  # chosen by a tuning spec: built from it, never tuned
+        try:
+            return _rebuild(op, device, handle, PlanRecord.from_json(op.plan.data))
+        except Exception as e:
+            log.warning("cudnn: the plan a tuning spec chose (%s) does not build here (%s); tuning instead", op.plan.data, e)
+            op.plan = None
     key = _plan_key(signature or graph_signature(op), device)
     cached = _PLANS.get_json(key)
     if cached is not None:

@@ -10,12 +10,14 @@ without alignment hints on first use.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from dnnc import knobs
+from dnnc.backends.interface import SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.emitter import CodegenError
@@ -99,7 +101,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     """
     device = torch.device(device)
     info = GroupInfo.of(group)
-    configs = candidates(info)
+    configs = spec_or_candidates(info)
     if compiler.interpreting():
         return TritonKernel(generate(group, configs[0], interpret=True), device, None)
     if device.type != "cuda":
@@ -133,6 +135,22 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     return best[2]
 
 
+def spec_or_candidates(info: GroupInfo) -> list[dict[str, int]]:
+    """The configs to try: the one a tuning spec put on an op of the group (over the
+    first heuristic config, so every key the kind needs is there), else the heuristics'."""
+    configs = candidates(info)
+    chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
+    if not chosen:
+        return configs
+    spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
+    unknown = sorted(set(spec) - set(configs[0]) - {"num_warps", "num_stages"})
+    if unknown:
+        raise CodegenError(
+            f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(configs[0])}"
+        )
+    return [{**configs[0], **spec}]
+
+
 def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.device | str) -> int:
     """Compile, side by side in worker processes, every kernel ``compile_group`` would
     compile for ``groups`` (each config when it will autotune, else the one it takes),
@@ -145,7 +163,7 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
     tune = knobs.get().autotune
     sources: list[KernelSource | None] = []
     for group in groups:
-        configs = candidates(GroupInfo.of(group))
+        configs = spec_or_candidates(GroupInfo.of(group))
         if not tune or len(configs) == 1:
             sources.append(_generated(group, configs[0]))
             continue

@@ -1,0 +1,120 @@
+"""Spec decisions inside the partitioner: for every group cuDNN could root, the
+first record that matches (``facts.first_match``) decides instead of the cost model.
+
+* ``cudnn``: the matched group (that epilogue prefix) is the only candidate at its
+  root; an engine id / tag given becomes the graph's plan (``SPEC_PLAN_ATTR``), rebuilt
+  at build time without tuning.
+* ``triton``: cuDNN candidates at the root are dropped; a config given is put on the
+  root op (``SPEC_CONFIG_ATTR``) and the Triton kernel that holds it uses it, untuned.
+
+Spec-decided candidates are not timed. The decision record names the record that
+decided each group, so artifacts carry it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation
+
+from dnnc import knobs
+from dnnc.backends.interface import SPEC_CONFIG_ATTR
+from dnnc.partition.candidates import Candidate
+from dnnc.specs.facts import facts_of
+from dnnc.specs.format import Library, Record, load_library
+from dnnc.specs.library import Resolved, local_device, record_label, resolve
+
+
+@dataclass
+class Applied:
+    """What the specs decided: candidates kept, the record per decided root, Triton configs."""
+
+    candidates: list[Candidate]
+    by_root: dict[Operation, Record] = field(default_factory=dict)
+    configs: dict[Operation, dict[str, int]] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    """Decisions the policy cannot follow (Triton under ``cudnn-only``)."""
+
+    def source_of(self, c: Candidate) -> str | None:
+        for op in c.ops:
+            if op in self.by_root:
+                r = self.by_root[op]
+                return f"{r.source} ({record_label(r)})"
+        return None
+
+
+def configured_libraries() -> list[tuple[str, Library]]:
+    """The user layer (``knobs.tuning_specs``) then the project layer (``knobs.tuning_spec_path``)."""
+    settings = knobs.get()
+    out: list[tuple[str, Library]] = []
+    for layer, paths in (("user", settings.tuning_specs), ("project", settings.tuning_spec_path)):
+        for p in (x for x in paths.split(os.pathsep) if x.strip()):
+            out += [(layer, lib) for lib in load_library(Path(p))]
+    return out
+
+
+def active() -> tuple[Resolved, str] | None:
+    """The resolved specs for the GPU here and a fingerprint of their text (None: no specs)."""
+    libraries = configured_libraries()
+    if not libraries:
+        return None
+    resolved = resolve(libraries, local_device(required=False))
+    digest = hashlib.sha256()
+    for layer, lib in libraries:
+        digest.update(f"{layer}\0{lib.path}\0".encode())
+        digest.update(Path(lib.path).read_bytes() if Path(lib.path).is_file() else b"")
+    return resolved, digest.hexdigest()
+
+
+def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
+    by_root: dict[Operation, list[Candidate]] = {}
+    for c in candidates:
+        if c.backend == "cudnn" and not c.fixed:
+            by_root.setdefault(c.ops[0], []).append(c)
+    dropped: set[int] = set()
+    applied = Applied([])
+    for root, cands in by_root.items():
+        longest_first = sorted(cands, key=lambda c: -len(c.ops))
+        found = next(((r, c) for r in resolved.records for c in longest_first if r.matcher.matches(facts_of(c))), None)
+        if found is None:
+            continue
+        record, chosen = found
+        root_index = min(chosen.covers)
+        if record.decision.backend == "triton" and not any(c.backend == "triton" and root_index in c.covers for c in candidates):
+            applied.ignored.append(
+                f"{record.source} ({record_label(record)}): this policy gives Triton no group at {chosen.label}"
+            )
+            continue
+        applied.by_root[root] = record
+        if record.decision.backend == "cudnn":
+            dropped |= {id(c) for c in cands if c is not chosen}
+            dropped |= {id(c) for c in candidates if c.backend == "triton" and root_index in c.covers}
+            chosen.spec = record.source
+            chosen.spec_plan = plan_json(record)
+        else:
+            dropped |= {id(c) for c in cands}
+            if record.decision.config:
+                applied.configs[root] = dict(record.decision.config)
+    applied.candidates = [c for c in candidates if id(c) not in dropped]
+    return applied
+
+
+def plan_json(record: Record) -> str | None:
+    """The ``PlanRecord`` JSON of a cuDNN decision with an engine or tag, else None."""
+    d = record.decision
+    if d.backend != "cudnn" or (d.engine is None and d.tag is None):
+        return None
+    engine = d.engine if d.engine is not None else int(str(d.tag).split("_")[0].removeprefix("eng"))
+    return json.dumps({"engine": engine, "knobs": dict(d.knobs), "name": d.tag or "", "ms": None, "timed": 0})
+
+
+def mark_configs(configs: dict[Operation, dict[str, int]], ops: dict[Operation, Operation] | None = None) -> None:
+    """Put each spec-chosen Triton config on its root op (on a clone: through ``ops``)."""
+    for op, config in configs.items():
+        (ops[op] if ops is not None else op).attributes[SPEC_CONFIG_ATTR] = StringAttr(json.dumps(config, sort_keys=True))
