@@ -49,14 +49,31 @@ class Applied:
         return None
 
 
-def configured_libraries() -> list[tuple[str, Library]]:
-    """The user layer (``knobs.tuning_specs``) then the project layer (``knobs.tuning_spec_path``)."""
+DEFAULTS = Path(__file__).with_name("defaults")
+"""The libraries shipped with dnnc (see its README)."""
+
+
+def configured_libraries(defaults: Path = DEFAULTS) -> list[tuple[str, Library]]:
+    """The user layer (``knobs.tuning_specs``), the project layer
+    (``knobs.tuning_spec_path``), then the shipped libraries (``default_layer``)."""
     settings = knobs.get()
     out: list[tuple[str, Library]] = []
     for layer, paths in (("user", settings.tuning_specs), ("project", settings.tuning_spec_path)):
         for p in (x for x in paths.split(os.pathsep) if x.strip()):
             out += [(layer, lib) for lib in load_library(Path(p))]
+    if defaults.is_dir():
+        out += [(default_layer(lib), lib) for lib in load_library(defaults)]
     return out
+
+
+def default_layer(lib: Library) -> str:
+    """``sku`` for a library whose records target a GPU model, ``arch`` for an
+    architecture, ``generic`` otherwise (a ``layer`` key in the file wins)."""
+    if lib.layer is not None:
+        return lib.layer
+    if any(r.target.sku for r in lib.records):
+        return "sku"
+    return "arch" if any(r.target.arch for r in lib.records) else "generic"
 
 
 def active() -> tuple[Resolved, str] | None:

@@ -134,3 +134,28 @@ def test_contest_key_changes_with_the_specs() -> None:
     program, _, _ = block_program(torch.float16)
     assert contest_key(program.module, ("cudnn",), "a") != contest_key(program.module, ("cudnn",), "b")
     assert contest_key(program.module, ("cudnn",)) != contest_key(program.module, ("cudnn",), "a")
+
+
+def test_shipped_libraries_take_the_lowest_layers(tmp_path: Path) -> None:
+    from dnnc.specs import resolve
+    from dnnc.specs.apply import configured_libraries
+    from dnnc.specs.library import Device
+
+    shipped = tmp_path / "defaults"
+    shipped.mkdir()
+    record = '\n[[record]]\nmatch = {{ kind = "conv*" }}\ndecision = {{ backend = "cudnn", engine = {n} }}\n'
+    (shipped / "generic.toml").write_text("schema = 1\n" + record.format(n=1))
+    (shipped / "sm_90.toml").write_text('schema = 1\ntarget = { arch = "sm_90" }\n' + record.format(n=2))
+    (shipped / "h100.toml").write_text('schema = 1\ntarget = { arch = "sm_90", sku = "H100" }\n' + record.format(n=3))
+    user = tmp_path / "mine.toml"
+    user.write_text("schema = 1\n" + record.format(n=4))
+    with knobs.override(tuning_specs=str(user), tuning_spec_path=""):
+        libraries = configured_libraries(shipped)
+    assert [(layer, Path(lib.path).name) for layer, lib in libraries] == [
+        ("user", "mine.toml"),
+        ("generic", "generic.toml"),
+        ("sku", "h100.toml"),
+        ("arch", "sm_90.toml"),
+    ]
+    resolved = resolve(libraries, Device("sm_90", "NVIDIA H100 80GB HBM3"))
+    assert [r.decision.engine for r in resolved.records] == [4, 3, 2, 1]
