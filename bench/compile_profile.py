@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
-from bench.gpu_timing import environment
+from bench.gpu_timing import environment, fp16_inputs
 from bench.partition_policies import WORKLOADS
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
@@ -101,7 +101,7 @@ def _resolve(dotted: str) -> Any:
 def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> dict[str, Any]:
     model, inputs = WORKLOADS[workload]()
     model = model.eval().cuda().half()
-    xs = [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
+    xs = fp16_inputs(inputs)
     cache = tempfile.mkdtemp(prefix="dnnc-cache-")
     try:
         with knobs.override(partition=policy, cache_dir=Path(cache)):

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import platform
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,11 @@ def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup:
         end.synchronize()
         times.append(start.elapsed_time(end) / inner)
     return statistics.median(times)
+
+
+def fp16_inputs(inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Inputs on the GPU, floating ones in float16 (token ids stay integers)."""
+    return [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
 
 
 def in_cuda_graph(fn: Callable[[], Any]) -> tuple[Callable[[], None], Any]:

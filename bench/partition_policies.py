@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
-from bench.gpu_timing import environment, in_cuda_graph, median_ms, write_results
+from bench.gpu_timing import environment, fp16_inputs, in_cuda_graph, median_ms, write_results
 from dnnc import knobs
 from dnnc.models import gpt2_block, resnet50
 from dnnc.numerics import relative_error
@@ -42,7 +42,7 @@ WORKLOADS = {
 def run_workload(name: str, out_dir: Path | None) -> dict[str, Any]:
     model, inputs = WORKLOADS[name]()
     model = model.eval().cuda().half()
-    xs = [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
+    xs = fp16_inputs(inputs)
     rows: dict[str, Any] = {"workload": name, "variants": {}}
     with torch.no_grad():
         reference = model(*xs).float()

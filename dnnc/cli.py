@@ -379,23 +379,18 @@ def spec_show_command(
     matched: set[int] = set()
     unmatched = []
     for site in sites(program):
+        facts = site.facts
         for r in resolved.records:
-            if any(r.matcher.matches(f) for f in site.prefixes):
+            if any(r.matcher.matches(f) for f in facts):
                 matched.add(id(r))
-        found = first_match(site, resolved.records)
+        found = first_match(resolved.records, site.prefixes)
         if found is None:
             unmatched.append(site)
             click.echo(f"{site.label:28s} no record (cost model decides)")
             continue
-        record, facts = found
+        record, group = found
         won.add(id(record))
-        d = record.decision  # type: ignore[attr-defined]
-        what = (
-            f"cudnn {d.tag or d.engine}"
-            if d.backend == "cudnn"
-            else "triton " + ",".join(f"{k}={v}" for k, v in d.config.items())
-        )
-        click.echo(f"{site.label:28s} {facts.kind} -> {what}  ({record.source}, {record_label(record)})")  # type: ignore[attr-defined]
+        click.echo(f"{site.label:28s} {group.kind} -> {record.decision.describe()}  ({record.source}, {record_label(record)})")
     for r in resolved.records:
         if id(r) not in matched:
             click.echo(f"unused: {r.source} ({record_label(r)}) matches no group of this model")

@@ -23,14 +23,13 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before jax is
 
 import numpy as np
 
-CHECK = 2e-2  # as torch_variants.CHECK
-
 
 def run(weights: Path) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.suite import CHECK
     from bench.suite.jax_nets import NETS
 
     data = np.load(weights)

@@ -12,18 +12,11 @@ from typing import Any
 
 import torch
 
-from bench.gpu_timing import in_cuda_graph, median_ms
+from bench.gpu_timing import fp16_inputs, in_cuda_graph, median_ms
+from bench.suite import CHECK
 from dnnc.numerics import relative_error
 
-CHECK = 2e-2
-"""Largest relative error against the float32 reference an fp16 result may have
-(eager fp16 itself is at ~2e-3 on ResNet-50)."""
-
 DNNC_POLICIES = ("auto", "cudnn-only", "triton-only")
-
-
-def fp16_inputs(inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
-    return [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
 
 
 def channels_last(model: torch.nn.Module, xs: list[torch.Tensor]) -> tuple[torch.nn.Module, list[torch.Tensor]]:

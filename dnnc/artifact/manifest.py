@@ -12,7 +12,6 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,6 @@ _TARGET = re.compile(r"^(cpu|sm_\d+)$")
 _DTYPES = {
     str(d).removeprefix("torch."): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)
 }
-
-
-def library_versions() -> dict[str, str | None]:
-    """Versions of what built the artifact (recorded, shown by ``dnnc inspect``)."""
-    found: dict[str, str | None] = {"torch": torch.__version__}
-    for key, package in (("triton", "triton"), ("cudnn_frontend", "nvidia-cudnn-frontend")):
-        try:
-            found[key] = version(package)
-        except PackageNotFoundError:
-            found[key] = None
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    found["cudnn"] = str(cudnn) if cudnn else None
-    return found
 
 
 def spec_json(spec: TensorSpec) -> dict[str, Any]:

@@ -20,13 +20,13 @@ from safetensors.torch import save as save_safetensors
 
 from dnnc.artifact.archive import MANIFEST, Archive, sha256, write_archive
 from dnnc.artifact.kernels import parse_triton_records
-from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, library_versions, parse_manifest, spec_json
+from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
 from dnnc.errors import ArtifactError, DnncError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
 from dnnc.runtime.signature import specs_of
-from dnnc.version import __version__
+from dnnc.version import __version__, library_versions
 
 PROGRAM = "program.mlir"
 PARAMS = "params.safetensors"

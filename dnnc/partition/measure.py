@@ -13,7 +13,6 @@ group's text; only successful measurements are stored.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import logging
 from typing import Any
 
@@ -30,7 +29,7 @@ from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
 from dnnc.partition.candidates import Candidate, graph_nodes
 from dnnc.partition.extract import extract
-from dnnc.version import __version__
+from dnnc.version import __version__, library_versions
 
 log = logging.getLogger("dnnc.partition")
 
@@ -102,24 +101,10 @@ def timing_environment() -> dict[str, Any]:
     }
 
 
-def library_versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"torch": torch.__version__}
-    for name in ("triton", "nvidia-cudnn-frontend"):
-        try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            out[name] = None
-    out["cudnn"] = str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
-    return out
-
-
 def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float | None:
-    """Median ms of the candidate's kernels, or None if its backend fell back.
+    """Median ms of the candidate's kernels, or None if its backend fell back; stored
+    in the cache (the caller looked there first, ``cached_ms``).
     ``program``: the candidate lowered alone; ``text``: its extracted text (the cache key)."""
-    key = measurement_key(candidate, text)
-    hit = _CACHE.get_json(key)
-    if hit is not None:
-        return float(hit["ms"])
     from dnnc.runtime.gpu_executor import GpuExecutor
     from dnnc.runtime.profile import random_inputs, step_buffers
     from dnnc.runtime.timing import device_time_ms
@@ -134,5 +119,5 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
     launches = step_buffers(executor, random_inputs(executor))
     chosen = [(s, ins, outs) for s, ins, outs in launches if s in mine]
     ms = device_time_ms(lambda: [s.kernel.launch(ins, outs) for s, ins, outs in chosen])  # type: ignore[union-attr]
-    _CACHE.put_json(key, {"ms": ms})
+    _CACHE.put_json(measurement_key(candidate, text), {"ms": ms})
     return ms

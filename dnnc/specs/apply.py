@@ -26,7 +26,7 @@ from xdsl.ir import Operation
 from dnnc import knobs
 from dnnc.backends.interface import SPEC_CONFIG_ATTR
 from dnnc.partition.candidates import Candidate
-from dnnc.specs.facts import facts_of
+from dnnc.specs.facts import cudnn_prefixes, first_match
 from dnnc.specs.format import Library, Record, load_library
 from dnnc.specs.library import Resolved, local_device, record_label, resolve
 
@@ -84,21 +84,15 @@ def active() -> tuple[Resolved, str] | None:
     resolved = resolve(libraries, local_device(required=False))
     digest = hashlib.sha256()
     for layer, lib in libraries:
-        digest.update(f"{layer}\0{lib.path}\0".encode())
-        digest.update(Path(lib.path).read_bytes() if Path(lib.path).is_file() else b"")
+        digest.update(f"{layer}\0{lib.path}\0{lib.sha256}\0".encode())
     return resolved, digest.hexdigest()
 
 
 def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
-    by_root: dict[Operation, list[Candidate]] = {}
-    for c in candidates:
-        if c.backend == "cudnn" and not c.fixed:
-            by_root.setdefault(c.ops[0], []).append(c)
     dropped: set[int] = set()
     applied = Applied([])
-    for root, cands in by_root.items():
-        longest_first = sorted(cands, key=lambda c: -len(c.ops))
-        found = next(((r, c) for r in resolved.records for c in longest_first if r.matcher.matches(facts_of(c))), None)
+    for root, cands in cudnn_prefixes(candidates).items():
+        found = first_match(resolved.records, cands)
         if found is None:
             continue
         record, chosen = found

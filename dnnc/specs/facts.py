@@ -14,6 +14,7 @@ from xdsl.ir import Operation
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of
 from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
+from dnnc.specs.format import Record
 from dnnc.specs.match import GroupFacts
 
 _DTYPE_NAMES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
@@ -21,11 +22,15 @@ _DTYPE_NAMES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 @dataclass(frozen=True)
 class Site:
-    """One root and the facts of each of its epilogue prefixes, longest first."""
+    """One root and its cuDNN candidates (one per epilogue prefix), longest first."""
 
     root: Operation
     index: int
-    prefixes: tuple[GroupFacts, ...]
+    prefixes: tuple[Candidate, ...]
+
+    @property
+    def facts(self) -> tuple[GroupFacts, ...]:
+        return tuple(facts_of(c) for c in self.prefixes)
 
     @property
     def label(self) -> str:
@@ -41,25 +46,28 @@ def facts_of(c: Candidate) -> GroupFacts:
     return GroupFacts(c.kind, _DTYPE_NAMES.get(dtype, dtype), shapes)
 
 
+def cudnn_prefixes(candidates: Sequence[Candidate]) -> dict[Operation, list[Candidate]]:
+    """The cuDNN candidates by root op (in the candidates' order), longest prefix first."""
+    by_root: dict[Operation, list[Candidate]] = {}
+    for c in candidates:
+        if c.backend == "cudnn" and not c.fixed:
+            by_root.setdefault(c.ops[0], []).append(c)
+    return {root: sorted(cands, key=lambda c: -len(c.ops)) for root, cands in by_root.items()}
+
+
 def sites(program: Program) -> list[Site]:
     """Every cuDNN root of the program's entry block, in program order."""
     nodes = graph_nodes(program.entry.body.block)
-    by_root: dict[Operation, list[Candidate]] = {}
-    for c in enumerate_candidates(nodes, ("cudnn",), "auto"):
-        if c.backend == "cudnn" and not c.fixed:
-            by_root.setdefault(c.ops[0], []).append(c)
     order = {op: i for i, op in enumerate(nodes)}
-    out = []
-    for root, cands in sorted(by_root.items(), key=lambda kv: order[kv[0]]):
-        longest_first = sorted(cands, key=lambda c: -len(c.ops))
-        out.append(Site(root, order[root], tuple(facts_of(c) for c in longest_first)))
-    return out
+    by_root = cudnn_prefixes(enumerate_candidates(nodes, ("cudnn",), "auto"))
+    return [Site(root, order[root], tuple(by_root[root])) for root in sorted(by_root, key=order.__getitem__)]
 
 
-def first_match(site: Site, records: Sequence[object]) -> tuple[object, GroupFacts] | None:
+def first_match(records: Sequence[Record], prefixes: Sequence[Candidate]) -> tuple[Record, Candidate] | None:
     """The first record (in precedence order) matching any prefix, the longest prefix first."""
+    facts = [facts_of(c) for c in prefixes]
     for record in records:
-        for facts in site.prefixes:
-            if record.matcher.matches(facts):  # type: ignore[attr-defined]
-                return record, facts
+        for c, f in zip(prefixes, facts):
+            if record.matcher.matches(f):
+                return record, c
     return None

@@ -17,6 +17,7 @@ error naming the file and line.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -57,6 +58,12 @@ class Decision:
     tag: str | None = None
     config: Mapping[str, int] = field(default_factory=dict)
 
+    def describe(self) -> str:
+        """``cudnn <tag or engine id>`` or ``triton KEY=VALUE,...``, for reports."""
+        if self.backend == "triton":
+            return "triton " + ",".join(f"{k}={v}" for k, v in self.config.items())
+        return f"cudnn {self.tag or self.engine}"
+
 
 @dataclass(frozen=True)
 class Record:
@@ -76,6 +83,8 @@ class Library:
     layer: str | None
     mode: str
     records: tuple[Record, ...]
+    sha256: str = ""
+    """Of the text it was parsed from (what a cache keyed by the specs in force hashes)."""
 
 
 def load_library(path: str | Path) -> list[Library]:
@@ -121,7 +130,7 @@ def parse_library(text: str, path: str = "<spec>") -> Library:
         records.append(_record(entry, where, default_target, at.within(line, headers[i + 1] if i + 1 < len(headers) else None)))
     if mode == "disable" and records:
         raise SpecError(f"{at.key('mode')}: a library with mode = 'disable' adds no records (it has {len(records)})")
-    return Library(path, layer, mode, tuple(records))
+    return Library(path, layer, mode, tuple(records), hashlib.sha256(text.encode()).hexdigest())
 
 
 class _Locator:

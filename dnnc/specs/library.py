@@ -13,7 +13,6 @@ are left out with a warning. For a group, the first record that matches decides.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -106,16 +105,17 @@ def local_device(
     """The GPU here (or the one named) and the installed cuDNN and Triton versions;
     what is given overrides what is found. Without a GPU and without ``arch``: ValueError
     when ``required``, else a device of unknown architecture (every target applies)."""
-    import importlib.metadata as md
-
     import torch
 
+    from dnnc.version import library_versions
+
+    installed = library_versions()
     found: dict[str, str] = {}
-    if torch.backends.cudnn.is_available():
-        v = int(torch.backends.cudnn.version())
+    if installed["cudnn"]:
+        v = int(installed["cudnn"])
         found["cudnn"] = f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
-    with contextlib.suppress(md.PackageNotFoundError):
-        found["triton"] = md.version("triton")
+    if installed["triton"]:
+        found["triton"] = installed["triton"]
     found |= dict(versions or {})
     if arch is None or name is None:
         if not torch.cuda.is_available():

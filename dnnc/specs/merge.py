@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dnnc.specs.format import Decision, Record
+from dnnc.specs.format import Record
 from dnnc.specs.library import record_label
 
 
@@ -25,11 +25,7 @@ class Overlap:
         return (
             f"{what}: {self.loser.source} ({record_label(self.loser)}, {self.loser.matcher.describe()}) is shadowed by "
             f"{self.winner.source} ({record_label(self.winner)}, {self.winner.matcher.describe()}) where both match"
-            + (
-                f"; they decide {_decision_text(self.winner.decision)} vs {_decision_text(self.loser.decision)}"
-                if self.conflict
-                else ""
-            )
+            + (f"; they decide {self.winner.decision.describe()} vs {self.loser.decision.describe()}" if self.conflict else "")
         )
 
 
@@ -41,12 +37,6 @@ def overlaps(records: Sequence[Record]) -> list[Overlap]:
             if a.target == b.target and a.matcher.overlaps(b.matcher):
                 found.append(Overlap(a, b, conflict=a.decision != b.decision))
     return found
-
-
-def _decision_text(d: Decision) -> str:
-    if d.backend == "triton":
-        return "triton " + ",".join(f"{k}={v}" for k, v in d.config.items())
-    return f"cudnn {d.tag or f'engine {d.engine}'}"
 
 
 def to_toml(records: Sequence[Record]) -> str:
