@@ -38,7 +38,7 @@ from bench.gpu_timing import copy_bandwidth_gbs, environment, matmul_tflops, wri
 from bench.suite import report  # noqa: E402
 from bench.suite.floors import workload_floor  # noqa: E402
 from bench.suite.torch_variants import DNNC_POLICIES, dnnc_variants, torch_variants  # noqa: E402
-from bench.suite.workloads import Workload, select  # noqa: E402
+from bench.suite.workloads import WORKLOADS, Workload, select  # noqa: E402
 
 VARIANTS = ("eager", "graph", "compile", "dnnc", "jax")
 TORCH_NAMES = {"eager": "PyTorch eager", "graph": "eager + CUDA graph", "compile": "torch.compile"}
@@ -72,6 +72,7 @@ def jax_variant(workload: Workload, model: torch.nn.Module, inputs: tuple[torch.
 
 
 def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ...], ceilings: dict[str, float]) -> dict:
+    print(f"{workload.name}:", flush=True)
     model, inputs = workload.build()
     floor = workload_floor(model, inputs)
     reference = reference_output(model, inputs)
@@ -96,6 +97,8 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
         )
     return {
         "workload": workload.name,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "ceilings": ceilings,
         "unit": workload.unit,
         "items": items,
         "floor": {"flops": floor.flops, "bytes": floor.bytes, "ms": floor_ms},
@@ -110,6 +113,11 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(DNNC_POLICIES), help="dnnc partition policies to run")
     parser.add_argument("--out", default=None, help="also write the JSON, tables and chart here")
     parser.add_argument("--no-update", action="store_true", help="do not rewrite BENCHMARKS.md")
+    parser.add_argument(
+        "--merge",
+        default=None,
+        help="an earlier suite JSON from the same machine and versions: its workloads not run now are kept",
+    )
     args = parser.parse_args()
     variants = {v.strip() for v in args.variants.split(",") if v.strip()}
     if variants - set(VARIANTS):
@@ -120,11 +128,19 @@ def main() -> None:
     ceilings = {"copy_gbs": copy_bandwidth_gbs(), "matmul_tflops": matmul_tflops()}
     print(f"ceilings: copy {ceilings['copy_gbs']:.0f} GB/s, fp16 matmul {ceilings['matmul_tflops']:.0f} TFLOP/s", flush=True)
     payload: dict[str, Any] = {"environment": environment(), "ceilings": ceilings, "results": []}
+    previous = json.loads(Path(args.merge).read_text()) if args.merge else None
+    if previous is not None:
+        try:  # refuse before spending time on the GPU
+            report.merge_runs(previous, payload, list(WORKLOADS))
+        except report.MergeError as e:
+            raise SystemExit(f"{args.merge}: {e}") from None
     for workload in workloads:
         payload["results"].append(run_workload(workload, variants, tuple(args.policies.split(",")), ceilings))
         jax_rows = [v for r in payload["results"] for v in r["variants"] if v.get("jax")]
         payload["jax"] = jax_rows[0]["jax"] if jax_rows else None
-        paths = write_results("suite", payload, args.out)  # after every workload: a cut-short run keeps its results
+        merged = report.merge_runs(previous, payload, list(WORKLOADS)) if previous else payload
+        paths = write_results("suite", merged, args.out)  # after every workload: a cut-short run keeps its results
+    payload = merged
     text = report.tables(payload)
     print(text)
     stamp = dt.date.today().isoformat()

@@ -69,7 +69,10 @@ class CompiledModule:
             self._runner = self._executor
 
     def __call__(self, *args: Any) -> Any:
-        flat = as_tensors(self._flatten(args))
+        if self._positional and all(type(a) is torch.Tensor for a in args):
+            flat: list[Any] = list(args)  # the common call: nothing to flatten or convert
+        else:
+            flat = as_tensors(self._flatten(args))
         check_inputs(self.input_specs, flat, self.device)
         outputs = self._runner.run(flat)
         if self._out_spec is None:

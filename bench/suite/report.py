@@ -10,6 +10,29 @@ from typing import Any
 from bench.gpu_timing import environment_line
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+PEERS = ("PyTorch eager", "eager + CUDA graph", "torch.compile", "JAX/XLA")
+SAME_RUN_KEYS = ("device", "driver", "torch", "cudnn_backend", "nvidia-cudnn-frontend", "triton")
+"""What must match for two runs' results to stand in one table."""
+
+
+class MergeError(ValueError):
+    pass
+
+
+def merge_runs(previous: Mapping[str, Any], current: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """One payload from an earlier run and this one on the same machine and versions:
+    this run's workloads replace the earlier run's, listed in ``order``. Each result
+    keeps the ceilings measured in its own run (its floor share is computed from them)."""
+    before, now = previous["environment"], current["environment"]
+    differing = [k for k in SAME_RUN_KEYS if before.get(k) != now.get(k)]
+    if differing:
+        k = differing[0]
+        raise MergeError(f"cannot merge runs: {k} was {before.get(k)!r} and is now {now.get(k)!r}")
+    by_name = {r["workload"]: r for r in previous["results"]}
+    by_name |= {r["workload"]: r for r in current["results"]}
+    rank = {name: i for i, name in enumerate(order)}
+    results = sorted(by_name.values(), key=lambda r: rank.get(r["workload"], len(rank)))
+    return {**current, "results": results, "jax": current.get("jax") or previous.get("jax")}
 
 
 def variant_names(results: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -30,20 +53,40 @@ def _cell(v: Mapping[str, Any] | None) -> str:
     return f"{v['median_ms']:.3f}" + (f" ({share:.0%})" if share is not None else "")
 
 
+def versus_best_peer(variants: Sequence[Mapping[str, Any]], ours: str = "dnnc auto") -> str:
+    """``ours`` time over the fastest peer's (below 1: dnnc is faster), naming that peer."""
+    by_name = {v["variant"]: v for v in variants if v.get("status") == "ok"}
+    peers = [by_name[p] for p in PEERS if p in by_name]
+    if ours not in by_name or not peers:
+        return "-"
+    best = min(peers, key=lambda v: v["median_ms"])
+    return f"{by_name[ours]['median_ms'] / best['median_ms']:.2f}x {best['variant']}"
+
+
+def _ceilings_text(payload: Mapping[str, Any]) -> dict[str, float]:
+    """The run's ceilings; where runs were merged, the lowest of each (the text says so)."""
+    runs = [r.get("ceilings") for r in payload["results"] if r.get("ceilings")] or [payload["ceilings"]]
+    return {k: min(c[k] for c in runs) for k in ("copy_gbs", "matmul_tflops")}
+
+
 def tables(payload: Mapping[str, Any]) -> str:
     results = payload["results"]
     names = variant_names(results)
+    dates = sorted({r["date"] for r in results if r.get("date")})
+    merged = f" (results of {len(dates)} runs that day; the lowest ceilings shown)" if len(dates) > 1 else ""
     lines = [
-        environment_line(payload["environment"], payload["ceilings"], f", JAX {payload.get('jax') or 'n/a'}"),
+        environment_line(payload["environment"], _ceilings_text(payload), f", JAX {payload.get('jax') or 'n/a'}") + merged,
         "",
         "Median ms per call (share of the physical floor in brackets); every result was checked against float32 first.",
+        "The last column is dnnc auto's time over the fastest peer's (below 1.00: dnnc is faster).",
         "",
-        "| workload | floor ms | " + " | ".join(names) + " |",
-        "|---|---|" + "---|" * len(names),
+        "| workload | floor ms | " + " | ".join(names) + " | auto / best peer |",
+        "|---|---|" + "---|" * len(names) + "---|",
     ]
     for r in results:
         by_name = {v["variant"]: v for v in r["variants"]}
-        lines.append(f"| {r['workload']} | {r['floor']['ms']:.3f} | " + " | ".join(_cell(by_name.get(n)) for n in names) + " |")
+        cells = " | ".join(_cell(by_name.get(n)) for n in names)
+        lines.append(f"| {r['workload']} | {r['floor']['ms']:.3f} | {cells} | {versus_best_peer(r['variants'])} |")
     lines += ["", "Compile s / peak GPU MB / throughput (items/s):", ""]
     lines += ["| workload | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for r in results:

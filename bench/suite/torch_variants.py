@@ -45,6 +45,7 @@ def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.
     entry["median_ms"] = median_ms(run)
     entry["peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
     entry["status"] = "ok"
+    print(f"    {name}: {entry['median_ms']:.4f} ms, compiled in {entry['compile_s']:.1f} s", flush=True)
     return entry
 
 

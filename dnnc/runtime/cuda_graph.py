@@ -5,7 +5,14 @@ program runs twice uncaptured on a side stream (Triton modules load, cuDNN and
 cuBLAS initialise lazily: none of that may happen during a capture), then once
 under capture. Every later call copies its inputs into the static buffers,
 replays, and returns copies of the outputs (the graph's own buffers are rewritten
-by the next replay). A program that cannot be captured (a stopgap op that
+by the next replay).
+
+A caller that passes the same input tensors again (a serving loop filling fixed
+buffers, a benchmark) gets, from the second such call on, a graph captured on
+those tensors' own memory: no input copies at all. Such a graph is keyed by each
+input's address, shape, strides and dtype, which is all a replay reads, so it is
+right for whatever tensor lives there when it is replayed. A few are kept
+(``DIRECT_GRAPHS``), the least recently used dropped first. A program that cannot be captured (a stopgap op that
 synchronizes, say) runs uncaptured from then on, with a warning. A call made while
 the caller is capturing its own CUDA graph runs the kernels uncaptured by us, so
 they land in the caller's graph (no graph launched inside a capture).
@@ -25,6 +32,9 @@ from dnnc.runtime.arena import ArenaRunner
 log = logging.getLogger("dnnc.gpu")
 
 WARMUP_RUNS = 2
+DIRECT_GRAPHS = 2
+"""Graphs on callers' own input memory kept per program (each holds little: the
+arena is shared, only stopgap ops allocate in a graph's pool)."""
 
 
 @dataclass
@@ -38,10 +48,17 @@ def _signature(inputs: Sequence[torch.Tensor]) -> tuple:
     return tuple((tuple(t.shape), t.dtype, t.device) for t in inputs)
 
 
+def _placement(inputs: Sequence[torch.Tensor]) -> tuple:
+    """What a graph captured on these very tensors reads: address, shape, strides, dtype."""
+    return tuple((t.data_ptr(), t.shape, t.stride(), t.dtype) for t in inputs)
+
+
 class CudaGraphRunner:
     def __init__(self, arena: ArenaRunner):
         self.arena = arena
         self._graphs: dict[tuple, _Captured] = {}
+        self._direct: dict[tuple, _Captured] = {}  # by placement, least recently used first
+        self._last_placement: tuple | None = None
         self.disabled: str | None = None
         """Why the program runs uncaptured (capture failed), or None."""
 
@@ -51,11 +68,31 @@ class CudaGraphRunner:
 
     @property
     def captured(self) -> int:
+        """Graphs captured on static input buffers (one per input signature)."""
         return len(self._graphs)
+
+    @property
+    def captured_direct(self) -> int:
+        """Graphs captured on callers' own input tensors."""
+        return len(self._direct)
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         if self.disabled is not None or torch.cuda.is_current_stream_capturing():
             return self.arena.run(inputs)
+        placement = _placement(inputs)
+        direct = self._direct.pop(placement, None)
+        if direct is None and placement == self._last_placement:
+            direct = self._capture(inputs, on_static_copies=False)
+        if direct is not None:
+            self._direct[placement] = direct  # (re)inserted last: the most recently used
+            while len(self._direct) > DIRECT_GRAPHS:
+                del self._direct[next(iter(self._direct))]
+            with torch.inference_mode():
+                direct.graph.replay()
+                return [t.clone() for t in direct.outputs]
+        if self.disabled is not None:  # the capture just tried failed
+            return self.arena.run(inputs)
+        self._last_placement = placement
         key = _signature(inputs)
         captured = self._graphs.get(key)
         if captured is None:
@@ -69,9 +106,14 @@ class CudaGraphRunner:
             captured.graph.replay()
             return [t.clone() for t in captured.outputs]
 
-    def _capture(self, inputs: Sequence[torch.Tensor]) -> _Captured | None:
-        with torch.inference_mode():
-            static = [torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in inputs]
+    def _capture(self, inputs: Sequence[torch.Tensor], on_static_copies: bool = True) -> _Captured | None:
+        """A graph of the program reading static copies of ``inputs`` (filled before
+        each replay), or reading ``inputs`` themselves."""
+        if on_static_copies:
+            with torch.inference_mode():
+                static = [torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in inputs]
+        else:
+            static = list(inputs)
         current = torch.cuda.current_stream()
         side = torch.cuda.Stream(device=current.device)
         side.wait_stream(current)

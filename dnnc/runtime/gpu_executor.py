@@ -184,7 +184,12 @@ class GpuExecutor:
     def _fell_back(self, op: Operation, backend: str, reason: str) -> None:
         kind = group_attr(op, GROUP_KIND_ATTR) or op.name
         self.fallbacks.append(Fallback(kind, backend, reason))
-        log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, reason)
+        # cuDNN's reasons carry every engine's refusal: one line here, all of it in the debug log
+        head = reason.splitlines()[0] if reason else ""
+        short = head if len(head) <= 200 else head[:200] + "..."
+        log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, short)
+        if short != reason:
+            log.debug("dnnc: %s group %s: %s", backend, kind, reason)
 
     @torch.inference_mode()
     def run(

@@ -43,17 +43,19 @@ def as_tensors(args: Sequence[Any]) -> list[Any]:
 
 
 def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: torch.device | str | None = None) -> None:
-    """Raise an InputError naming the first argument that does not fit."""
+    """Raise an InputError naming the first argument that does not fit. Every call
+    goes through this, so the common case (all fit) costs a few comparisons."""
     if len(args) != len(specs):
         raise InputError(f"expected {len(specs)} input(s) ({', '.join(s.describe() for s in specs)}), got {len(args)}")
+    device_type = None if device is None else torch.device(device).type
     for i, (spec, arg) in enumerate(zip(specs, args)):
         if not isinstance(arg, torch.Tensor):
             raise InputError(f"input {i}: expected a tensor of {spec.describe()}, got {type(arg).__name__}")
-        if tuple(arg.shape) != spec.shape:
+        if arg.shape != spec.shape:
             raise InputError(
                 f"input {i}: expected shape {list(spec.shape)}, got {list(arg.shape)} (compiled for {spec.describe()})"
             )
         if arg.dtype != spec.dtype:
             raise InputError(f"input {i}: expected dtype {spec.dtype}, got {arg.dtype} (compiled for {spec.describe()})")
-        if device is not None and arg.device.type != torch.device(device).type:
-            raise InputError(f"input {i}: expected a tensor on {torch.device(device).type}, got one on {arg.device}")
+        if device_type is not None and arg.device.type != device_type:
+            raise InputError(f"input {i}: expected a tensor on {device_type}, got one on {arg.device}")

@@ -140,8 +140,8 @@ PAYLOAD = {
 
 def test_tables_and_benchmarks_block(tmp_path: Path) -> None:
     text = report.tables(PAYLOAD)
-    assert "| workload | floor ms | PyTorch eager | dnnc auto | JAX/XLA |" in text
-    assert "| resnet50-b32 | 0.500 | 3.000 (17%) | 1.250 (40%) | failed |" in text
+    assert "| workload | floor ms | PyTorch eager | dnnc auto | JAX/XLA | auto / best peer |" in text
+    assert "| resnet50-b32 | 0.500 | 3.000 (17%) | 1.250 (40%) | failed | 0.42x PyTorch eager |" in text
     assert "| resnet50-b32 (images) | 0.0 / 0 / 1e+04 | 60.0 / 0 / 2.6e+04 | - |" in text
     bench = tmp_path / "BENCHMARKS.md"
     bench.write_text("# Benchmarks\n\nkept\n")
@@ -164,3 +164,22 @@ def test_runner_refuses_without_a_gpu() -> None:
         [sys.executable, "bench/run.py", "--workloads", "conv-block-b1"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode != 0 and "none is visible here" in done.stderr
+
+
+def test_runs_merge_only_on_the_same_machine_and_versions() -> None:
+    def run(workloads: list[str], driver: str = "1", ms: float = 1.0) -> dict:
+        results = [{**PAYLOAD["results"][0], "workload": w, "floor": {"flops": 1, "bytes": 1, "ms": ms}} for w in workloads]
+        return {**PAYLOAD, "environment": {**PAYLOAD["environment"], "driver": driver}, "results": results}
+
+    order = list(WORKLOADS)
+    merged = report.merge_runs(run(["gpt2-block", "resnet50-b32"]), run(["resnet50-b32", "conv-block-b1"], ms=2.0), order)
+    assert [r["workload"] for r in merged["results"]] == ["conv-block-b1", "resnet50-b32", "gpt2-block"]
+    assert merged["results"][1]["floor"]["ms"] == 2.0, "this run's result replaces the earlier one"
+    with pytest.raises(report.MergeError, match="driver was '1' and is now '2'"):
+        report.merge_runs(run(["gpt2-block"]), run(["conv-block-b1"], driver="2"), order)
+
+
+def test_auto_against_the_fastest_peer() -> None:
+    variants = PAYLOAD["results"][0]["variants"]
+    assert report.versus_best_peer(variants) == "0.42x PyTorch eager"
+    assert report.versus_best_peer([v for v in variants if v["variant"] != "dnnc auto"]) == "-"

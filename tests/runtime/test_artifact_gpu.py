@@ -18,7 +18,7 @@ import torch
 import dnnc
 from dnnc.models import FACTORIES
 from dnnc.runtime.arena import ArenaRunner
-from dnnc.runtime.cuda_graph import CudaGraphRunner
+from dnnc.runtime.cuda_graph import DIRECT_GRAPHS, CudaGraphRunner
 from tests.runtime.test_gpu_models import assert_as_close_as_eager
 
 pytestmark = pytest.mark.gpu
@@ -97,6 +97,28 @@ def test_graph_replay_equals_uncaptured_and_the_executor(resnet, rng: torch.Gene
     torch.testing.assert_close(replayed, reference, **SAME)
     torch.testing.assert_close(graphed(x), replayed, **SAME)  # a replay, not a new capture
     assert graphed._runner.captured == 1
+
+
+def test_repeated_inputs_replay_on_their_own_memory(resnet, rng: torch.Generator) -> None:
+    """The same tensors passed again get a graph reading them in place; it reads what
+    lives there at replay time, and other tensors still take the copying graph."""
+    _, compiled, path = resnet
+    module = dnnc.load(path)
+    runner = module._runner
+    x = _fresh_input(rng).cuda()
+    first = module(x)
+    assert (runner.captured, runner.captured_direct) == (1, 0)
+    torch.testing.assert_close(module(x), first, **SAME)
+    assert runner.captured_direct == 1, "the second call with the same tensor captures on its memory"
+    x.copy_(_fresh_input(rng).cuda())  # new values at the same address
+    expected = compiled._executor.run([x])[0]
+    torch.testing.assert_close(module(x), expected, **SAME)
+    assert runner.captured_direct == 1
+    others = [_fresh_input(rng).cuda() for _ in range(DIRECT_GRAPHS + 1)]
+    for other in others:  # each twice: one copying replay, then a graph on its memory
+        module(other)
+        torch.testing.assert_close(module(other), compiled._executor.run([other])[0], **SAME)
+    assert runner.captured_direct == DIRECT_GRAPHS and runner.captured == 1, "the least recently used are dropped"
 
 
 def test_replayed_outputs_are_not_overwritten_by_the_next_call(resnet, rng: torch.Generator) -> None:

@@ -17,6 +17,7 @@ metadata_group, hash)``, ``kernel[grid](*args)``) have these forms since Triton 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import concurrent.futures
 import functools
@@ -189,8 +190,11 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
 
 @functools.cache
 def _workers(count: int) -> concurrent.futures.ProcessPoolExecutor:
-    """One pool per process, started on first use (spawned: the parent may hold a CUDA context)."""
-    return concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
+    """One pool per process, started on first use (spawned: the parent may hold a CUDA context).
+    Shut down at exit, before the interpreter tears its modules down under the pool's threads."""
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
+    atexit.register(pool.shutdown, wait=True, cancel_futures=True)
+    return pool
 
 
 def _compile_job(job: tuple[KernelSource, GPUTarget, Path]) -> int:
