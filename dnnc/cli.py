@@ -400,6 +400,71 @@ def spec_show_command(
         raise click.ClickException(f"--strict: {len(unmatched)} groups match no record: {', '.join(s.label for s in unmatched)}")
 
 
+@main.command("tune")
+@click.argument("model")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The spec to write (TOML).")
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--dtype", type=click.Choice(sorted(_DTYPES)), default=None, help="Cast the model and its float inputs first.")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N.")
+@click.option("--sku", is_flag=True, help="Target this GPU model (its name), not only its architecture.")
+@click.option(
+    "--check/--no-check",
+    default=True,
+    show_default=True,
+    help="Compile again with only the spec on a fresh cache, compare the decisions and time both programs.",
+)
+@user_errors
+def tune_command(
+    model: str, output: Path, factory_args: tuple[str, ...], dtype: str | None, batch: int | None, sku: bool, check: bool
+) -> None:
+    """Measure MODEL's groups on this GPU (partition ``auto``, plans and configs tuned)
+    and write what won at each cuDNN-rootable group as a tuning spec, with provenance.
+    A warm cache makes a second run fast. Apply it with ``dnnc compile --tuning-spec``."""
+    import tempfile
+
+    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.runtime.bench import bench
+    from dnnc.specs import tune as tuning
+
+    kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
+    module, inputs, name = load_model(model, kwargs)
+    if dtype is not None:
+        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    module = module.eval()
+    with console.status(f"tuning {name} on the GPU (partition auto, measured)"):
+        run = tuning.tune(module, inputs, sku=sku)
+    tuned = run.tuned
+    output.write_text(tuning.spec_text(tuned, name, run.device.name))
+    console.print(
+        f"tuned {name} on {run.device.name} in {run.seconds:.1f} s: {tuned.sites} sites, "
+        f"{len(tuned.records)} records written to {output}"
+    )
+    for line in tuned.conflicts + tuned.skipped:
+        console.print(f"[yellow]note[/yellow]: {line}")
+    if not check:
+        return
+    with tempfile.TemporaryDirectory(prefix="dnnc-tune-check-") as fresh, console.status("compiling with the spec alone"):
+        applied, seconds = tuning.reproduce(module, inputs, str(output), Path(fresh))
+        kernels = {s.op: s.kernel for s in applied._executor.steps if s.kernel is not None}
+        decisions = applied.program.metadata.get("decisions") or {}
+        differences = tuning.group_differences(run.compiled.program.metadata.get("decisions") or {}, decisions)
+        differences += tuning.decision_differences(
+            tuning.built_sites(run.compiled.program, {s.op: s.kernel for s in run.compiled._executor.steps if s.kernel}),
+            tuning.built_sites(applied.program, kernels),
+        )
+        times = {label: bench(c, iterations=100).median_ms for label, c in (("tuned", run.compiled), ("with the spec", applied))}
+    measured = decisions.get("measured")
+    console.print(
+        f"with the spec on a fresh cache: compiled in {seconds:.1f} s ({'measured' if measured else 'nothing measured'}), "
+        + ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items())
+    )
+    if differences:
+        for line in differences:
+            console.print(f"[yellow]differs[/yellow]: {line}")
+        raise click.ClickException(f"the spec does not reproduce {len(differences)} of the tuned decisions")
+    console.print(f"the spec reproduces every tuned decision ({len(decisions.get('groups', []))} groups)")
+
+
 @main.command("run")
 @click.argument("program_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(

@@ -58,6 +58,9 @@ class Knobs:
     separated by the OS path separator (``dnnc compile --tuning-spec``). (DNNC_TUNING_SPECS)"""
     tuning_spec_path: str = ""
     """Tuning-spec files or directories of the project layer, same form. (DNNC_TUNING_SPEC_PATH)"""
+    tuning_spec_defaults: bool = True
+    """Use the libraries shipped in ``dnnc/specs/defaults`` (the SKU, arch and generic
+    layers); ``dnnc tune`` turns them off so it measures instead. (DNNC_TUNING_SPEC_DEFAULTS)"""
     measure_autotune: bool = False
     """Tune each candidate the partitioner times alone (every cuDNN candidate's plans, every
     Triton config); off times the heuristic choices, which is several times faster, and
@@ -90,10 +93,20 @@ _ENV = {
     "measure_autotune": "DNNC_MEASURE_AUTOTUNE",
     "tuning_specs": "DNNC_TUNING_SPECS",
     "tuning_spec_path": "DNNC_TUNING_SPEC_PATH",
+    "tuning_spec_defaults": "DNNC_TUNING_SPEC_DEFAULTS",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
 }
-_BOOLS = ("verify_each_pass", "cache", "autotune", "cudnn_attention", "measure", "measure_autotune", "cuda_graph")
+_BOOLS = (
+    "verify_each_pass",
+    "cache",
+    "autotune",
+    "cudnn_attention",
+    "measure",
+    "measure_autotune",
+    "cuda_graph",
+    "tuning_spec_defaults",
+)
 _CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "reference_precision": ("float32", "float64"),

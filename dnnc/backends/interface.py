@@ -35,6 +35,11 @@ built from it without tuning."""
 SPEC_CONFIG_ATTR = "dnnc.triton_config"
 """On an op: the Triton config (JSON) a tuning spec chose for the kernel that holds it
 (used as is, not tuned)."""
+SITE_ATTR = "dnnc.site"
+"""What a tuning spec would match at a cuDNN-rootable op, and the decision-record group
+that runs it (JSON, ``specs.facts.site_json``): on an outlined cuDNN group (carried to its
+``cudnn.graph``) or on the root op inside a Triton group. ``dnnc tune`` reads it back
+from the built program to write records."""
 
 
 def group_attr(op: object, name: str) -> str | None:

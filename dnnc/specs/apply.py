@@ -61,7 +61,7 @@ def configured_libraries(defaults: Path = DEFAULTS) -> list[tuple[str, Library]]
     for layer, paths in (("user", settings.tuning_specs), ("project", settings.tuning_spec_path)):
         for p in (x for x in paths.split(os.pathsep) if x.strip()):
             out += [(layer, lib) for lib in load_library(Path(p))]
-    if defaults.is_dir():
+    if settings.tuning_spec_defaults and defaults.is_dir():
         out += [(default_layer(lib), lib) for lib in load_library(defaults)]
     return out
 

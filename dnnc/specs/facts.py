@@ -6,11 +6,15 @@ root's input, weight and output shapes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
+from dnnc.backends.interface import SITE_ATTR
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of
 from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
@@ -71,3 +75,29 @@ def first_match(records: Sequence[Record], prefixes: Sequence[Candidate]) -> tup
             if record.matcher.matches(f):
                 return record, c
     return None
+
+
+def site_json(facts: GroupFacts, group: int) -> str:
+    """``SITE_ATTR``'s text: the facts a record would match, and the decision group."""
+    return json.dumps({"group": group, "kind": facts.kind, "dtype": facts.dtype, **{k: list(v) for k, v in facts.shapes.items()}})
+
+
+def parse_site(text: str) -> tuple[GroupFacts, int]:
+    data: dict[str, Any] = json.loads(text)
+    shapes = {k: tuple(data[k]) for k in ("input", "weight", "output") if k in data}
+    return GroupFacts(data["kind"], data["dtype"], shapes), int(data["group"])
+
+
+def mark_sites(chosen: Sequence[Candidate], prefixes: Mapping[Operation, Sequence[Candidate]]) -> None:
+    """Before ``realize``: on every cuDNN-rootable op, what a spec would match there and
+    which chosen group runs it. In a cuDNN group the root carries the facts of the
+    group itself (``lower-cudnn`` moves them onto the ``cudnn.graph``); in a Triton group
+    each such root carries its own facts alone (a Triton record there drops every cuDNN
+    prefix of that root)."""
+    for number, c in enumerate(chosen):
+        if c.backend == "cudnn" and not c.fixed and c.ops[0] in prefixes:
+            c.ops[0].attributes[SITE_ATTR] = StringAttr(site_json(facts_of(c), number))
+        elif c.backend == "triton":
+            for op in c.ops:
+                if op in prefixes:
+                    op.attributes[SITE_ATTR] = StringAttr(site_json(facts_of(prefixes[op][-1]), number))

@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SPEC_PLAN_ATTR, group_attr
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SITE_ATTR, SPEC_PLAN_ATTR, group_attr
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
@@ -141,6 +141,9 @@ class _Lowering:
             self.values[op.results[0]] = result
         graph = cudnn.GraphOp(list(self.group.captures), [r.type for r in self.group.outputs], strides, self.block)  # type: ignore[misc]
         graph.attributes["kind"] = str_attr(self.kind)
+        sites = [op.attributes[SITE_ATTR] for op in self.group.body.block.ops if SITE_ATTR in op.attributes]
+        if sites:  # what a tuning spec would match here (``dnnc tune`` reads it back)
+            graph.attributes[SITE_ATTR] = sites[0]
         plan = self.group.attributes.get(SPEC_PLAN_ATTR)
         if isinstance(plan, StringAttr):  # a tuning spec's plan: built from it, not tuned
             graph.plan = plan

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from dnnc import knobs
-from dnnc.backends.interface import SPEC_CONFIG_ATTR
+from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.emitter import CodegenError
@@ -37,8 +37,12 @@ class TritonKernel:
 
     backend = "triton"
 
-    def __init__(self, source: KernelSource, device: torch.device, capability: int | None):
+    def __init__(self, source: KernelSource, device: torch.device, capability: int | None, config: dict[str, int] | None = None):
         self.source = source
+        self.config = dict(config or {})
+        """The config it was generated with (what ``dnnc tune`` writes into a spec)."""
+        self.tuned_ms: float | None = None
+        """Its time when it won the config timing here; None when not timed."""
         self.kind = source.kind
         self.device = device
         self.grid = source.grid
@@ -103,17 +107,17 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     info = GroupInfo.of(group)
     configs = spec_or_candidates(info)
     if compiler.interpreting():
-        return TritonKernel(generate(group, configs[0], interpret=True), device, None)
+        return TritonKernel(generate(group, configs[0], interpret=True), device, None, configs[0])
     if device.type != "cuda":
         raise CodegenError(f"Triton kernels run on CUDA devices (or on the CPU under TRITON_INTERPRET=1), not on {device}")
     major, minor = torch.cuda.get_device_capability(device)
     capability = major * 10 + minor
     if not knobs.get().autotune or len(configs) == 1:
-        return TritonKernel(generate(group, configs[0]), device, capability)
+        return TritonKernel(generate(group, configs[0]), device, capability, configs[0])
     key = _choice_key(group, device, configs)
     chosen = _known_choice(key, configs)
     if chosen is not None:
-        return TritonKernel(generate(group, configs[chosen]), device, capability)
+        return TritonKernel(generate(group, configs[chosen]), device, capability, configs[chosen])
     sources = [_generated(group, config) for config in configs]
     compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(capability))
     inputs, outputs = _example_tensors(group, device)
@@ -122,7 +126,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     with torch.cuda.device(device):
         for i, (config, source) in enumerate(zip(configs, sources)):
             try:
-                kernel = TritonKernel(source or generate(group, config), device, capability)
+                kernel = TritonKernel(source or generate(group, config), device, capability, config)
                 elapsed = _time(kernel, inputs, outputs)
             except Exception as e:
                 failures.append(f"{config}: {e}")
@@ -132,6 +136,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     if best is None:
         raise CodegenError(f"no Triton config of this {info.kind} group compiled:\n" + "\n".join(failures))
     _choices.put_json(key, best[1])
+    best[2].tuned_ms = best[0]
     return best[2]
 
 
@@ -175,8 +180,24 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
 
 def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]]) -> str:
     return content_key(
-        {"group": print_ir(group), "device": torch.cuda.get_device_name(device), "triton": _triton_version(), "configs": configs}
+        {
+            "group": _unmarked_text(group),
+            "device": torch.cuda.get_device_name(device),
+            "triton": _triton_version(),
+            "configs": configs,
+        }
     )
+
+
+def _unmarked_text(group: tcp.IsolatedGroupOp) -> str:
+    """The group's text without the tuning-site marks (the same kernel at two sites
+    shares one config choice)."""
+    if not any(SITE_ATTR in op.attributes for op in group.body.block.ops):
+        return print_ir(group)
+    copy = group.clone()
+    for op in copy.body.block.ops:
+        op.attributes.pop(SITE_ATTR, None)
+    return print_ir(copy)
 
 
 def _known_choice(key: str, configs: list[dict[str, int]]) -> int | None:

@@ -1,0 +1,273 @@
+"""``dnnc tune``: turn what one measured compile decided into a tuning spec.
+
+The partitioner marks every cuDNN-rootable op with what a spec would match there
+(``SITE_ATTR``, ``facts.mark_sites``). After a compile that measured its choices
+(``auto``, times and plans tuned on this GPU), each marked site of the built program
+gives one record: the group's kind, element type and exact shapes, and the decision
+it got, down to the cuDNN plan (engine, knobs) or the Triton config the kernel was
+built with. Provenance says what was measured, against what, where and when.
+
+Sites with identical facts that were decided differently cannot both be written
+(the first match wins when the spec is applied); ``Tuned.conflicts`` names them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from xdsl.ir import Operation
+
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
+from dnnc.errors import DnncError
+from dnnc.ir import cudnn, tcp
+from dnnc.ir.program import Program
+from dnnc.specs.facts import parse_site
+from dnnc.specs.format import Decision, Record, Target
+from dnnc.specs.match import GroupFacts, parse_matcher
+from dnnc.specs.write import library_toml
+
+_TAG = re.compile(r"eng\d+(_k\d+=-?\d+)*")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One marked site of a built program and the decision it got."""
+
+    facts: GroupFacts
+    group: int
+    """Its group in the decision record."""
+    decision: Decision | None
+    """None: a Triton group whose config is not known (not built here)."""
+    kernel_ms: float | None = None
+    """The chosen plan's or config's own time where it was tuned, else None."""
+
+
+def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None) -> list[Site]:
+    """The marked sites of ``program`` in program order; ``kernels``: the built kernel
+    of each Triton group op (its config is the decision)."""
+    found: list[Site] = []
+    for op in program.entry.body.block.ops:
+        if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
+            facts, group = parse_site(op.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
+            plan = json.loads(op.plan.data) if op.plan is not None else None
+            found.append(Site(facts, group, _cudnn_decision(plan), (plan or {}).get("ms")))
+        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
+            kernel = (kernels or {}).get(op)
+            config = dict(getattr(kernel, "config", None) or {})
+            for inner in op.body.block.ops:
+                if SITE_ATTR in inner.attributes:
+                    facts, group = parse_site(inner.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
+                    decision = Decision("triton", config=config) if config else None
+                    found.append(Site(facts, group, decision, getattr(kernel, "tuned_ms", None)))
+    return found
+
+
+def _cudnn_decision(plan: Mapping[str, Any] | None) -> Decision:
+    if plan is None:
+        return Decision("cudnn")
+    tag = plan.get("name") or None
+    knobs = {str(k): int(v) for k, v in (plan.get("knobs") or {}).items()}
+    return Decision("cudnn", int(plan["engine"]), knobs, tag if tag and _TAG.fullmatch(tag) else None)
+
+
+@dataclass
+class Tuned:
+    records: list[Record]
+    conflicts: list[str] = field(default_factory=list)
+    """Sites whose facts equal an earlier site's but whose decision differs."""
+    skipped: list[str] = field(default_factory=list)
+    """Sites with no decision to write (a Triton config not known)."""
+    sites: int = 0
+
+
+def records_from(
+    sites: Sequence[Site],
+    decisions: Mapping[str, Any] | None,
+    target: Target,
+    versions: Mapping[str, str],
+    provenance: Mapping[str, Any],
+) -> Tuned:
+    """One record per distinct site; ``decisions``: the decision record (measured
+    times for provenance); ``versions``: installed ``cudnn`` and ``triton`` (records
+    hold only for the same cuDNN minor release and Triton major release)."""
+    groups = (decisions or {}).get("groups", [])
+    tuned = Tuned([], sites=len(sites))
+    by_matcher: dict[str, Record] = {}
+    for site in sites:
+        label = _label(site.facts)
+        if site.decision is None:
+            tuned.skipped.append(f"{label}: a Triton group built elsewhere (no config known)")
+            continue
+        matcher = parse_matcher(_match_table(site.facts))
+        key = matcher.describe()
+        earlier = by_matcher.get(key)
+        if earlier is not None:
+            if earlier.decision != site.decision:
+                tuned.conflicts.append(
+                    f"{label} (group {site.group}) was tuned to {site.decision.describe()}, but an identical group "
+                    f"to {earlier.decision.describe()}; the spec keeps the first"
+                )
+            continue
+        group = groups[site.group] if 0 <= site.group < len(groups) else {}
+        record = Record(
+            matcher,
+            site.decision,
+            target,
+            _ranges(site.decision, versions),
+            {**provenance, **_times(site, group)},
+            label,
+            "dnnc tune",
+        )
+        by_matcher[key] = record
+        tuned.records.append(record)
+    return tuned
+
+
+def _label(facts: GroupFacts) -> str:
+    shapes = " ".join(f"{k} {'x'.join(map(str, v))}" for k, v in facts.shapes.items())
+    return f"{facts.kind} {facts.dtype} {shapes}".strip()
+
+
+def _match_table(facts: GroupFacts) -> dict[str, object]:
+    return {"kind": facts.kind, "dtype": [facts.dtype], **{k: list(v) for k, v in facts.shapes.items()}}
+
+
+def _ranges(decision: Decision, versions: Mapping[str, str]) -> dict[str, SpecifierSet]:
+    """Engine ids and knobs hold within one cuDNN minor release; configs within one
+    Triton major release."""
+    library = "cudnn" if decision.backend == "cudnn" and decision.engine is not None else "triton"
+    if decision.backend == "cudnn" and decision.engine is None:
+        return {}
+    found = versions.get(library)
+    if not found:
+        return {}
+    parts = [int(p) for p in re.findall(r"\d+", found)[:2]] + [0]
+    if library == "cudnn":
+        return {"cudnn": SpecifierSet(f">={parts[0]}.{parts[1]},<{parts[0]}.{parts[1] + 1}")}
+    return {"triton": SpecifierSet(f">={parts[0]}.0,<{parts[0] + 1}")}
+
+
+def _times(site: Site, group: Mapping[str, Any]) -> dict[str, Any]:
+    """The group's measured time, the best measured way the other backend ran the same
+    ops' root, and the kernel's own tuned time."""
+    out: dict[str, Any] = {}
+    if group.get("measured_ms") is not None:
+        out["measured_ms"] = round(float(group["measured_ms"]), 5)
+    others = [
+        a["measured_ms"]
+        for a in group.get("alternatives", [])
+        if a.get("measured_ms") is not None and a.get("backend") != site.decision.backend  # type: ignore[union-attr]
+    ]
+    if others:
+        out["baseline_ms"] = round(float(min(others)), 5)
+    if site.kernel_ms is not None:
+        out["kernel_ms"] = round(float(site.kernel_ms), 5)
+    return out
+
+
+def spec_text(tuned: Tuned, model: str, device: str) -> str:
+    comments = [
+        f"written by `dnnc tune` for {model} on {device}, {dt.date.today().isoformat()}",
+        "one record per distinct cuDNN-rootable group: its kind, element type and exact shapes, and what won there",
+    ]
+    return library_toml(tuned.records, comments)
+
+
+def default_provenance(device: str, versions: Mapping[str, str | None]) -> dict[str, Any]:
+    from dnnc.version import __version__
+
+    return {
+        "by": "dnnc tune",
+        "dnnc": __version__,
+        "device": device,
+        "date": dt.date.today().isoformat(),
+        **{k: v for k, v in versions.items() if k in ("cudnn", "triton") and v},
+    }
+
+
+@dataclass
+class TuneRun:
+    compiled: Any
+    """The measured compile (a ``CompiledModule`` on the GPU)."""
+    tuned: Tuned
+    seconds: float
+    device: Any
+    """``library.Device``: where it was measured."""
+
+
+def tune(module: Any, inputs: Sequence[Any], sku: bool = False) -> TuneRun:
+    """Compile with ``auto`` on this GPU, measuring (no spec consulted, not even the
+    shipped ones), and turn what it chose into records targeted at this GPU's
+    architecture (and its name, with ``sku``)."""
+    import time
+
+    import dnnc
+    from dnnc import knobs
+    from dnnc.specs.library import local_device
+    from dnnc.version import library_versions
+
+    device = local_device(required=False)
+    if device.arch is None:
+        raise DnncError("dnnc tune measures on a GPU, and none is visible here")
+    started = time.perf_counter()
+    with knobs.override(partition="auto", measure=True, tuning_specs="", tuning_spec_path="", tuning_spec_defaults=False):
+        compiled = dnnc.compile(module, inputs, device="cuda")
+    seconds = time.perf_counter() - started
+    kernels = {s.op: s.kernel for s in compiled._executor.steps if s.kernel is not None}
+    target = Target(device.arch, device.name if sku else None)
+    provenance = default_provenance(device.name, {**library_versions(), **device.versions})
+    tuned = records_from(
+        built_sites(compiled.program, kernels), compiled.program.metadata.get("decisions"), target, device.versions, provenance
+    )
+    return TuneRun(compiled, tuned, seconds, device)
+
+
+def reproduce(module: Any, inputs: Sequence[Any], spec: str, cache_dir: Any) -> tuple[Any, float]:
+    """Compile again with only ``spec`` (``auto``, a fresh ``cache_dir``): when the spec
+    decides every cuDNN-rootable group, nothing is measured."""
+    import time
+
+    import dnnc
+    from dnnc import knobs
+
+    started = time.perf_counter()
+    with knobs.override(
+        partition="auto", tuning_specs=spec, tuning_spec_path="", tuning_spec_defaults=False, cache_dir=cache_dir
+    ):
+        compiled = dnnc.compile(module, inputs, device="cuda")
+    return compiled, time.perf_counter() - started
+
+
+def group_differences(tuned: Mapping[str, Any], applied: Mapping[str, Any]) -> list[str]:
+    """Groups (backend, kind, ops covered) one decision record has and the other lacks."""
+
+    def groups(record: Mapping[str, Any]) -> set[tuple[str, str, tuple[int, ...]]]:
+        return {(g["backend"], g["kind"], tuple(g["nodes"])) for g in record.get("groups", [])}
+
+    a, b = groups(tuned), groups(applied)
+    return [f"tuned only: {g[0]} {g[1]} at {list(g[2])}" for g in sorted(a - b, key=lambda g: g[2])] + [
+        f"with the spec only: {g[0]} {g[1]} at {list(g[2])}" for g in sorted(b - a, key=lambda g: g[2])
+    ]
+
+
+def decision_differences(tuned: Sequence[Site], applied: Sequence[Site]) -> list[str]:
+    """Sites decided differently (plan, config or backend) in two built programs."""
+
+    def described(sites: Sequence[Site]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for s in sites:
+            out.setdefault(_label(s.facts), set()).add(s.decision.describe() if s.decision else "triton (config unknown)")
+        return out
+
+    a, b = described(tuned), described(applied)
+    return [
+        f"{label}: tuned {sorted(a.get(label, ()))}, with the spec {sorted(b.get(label, ()))}"
+        for label in sorted(set(a) | set(b))
+        if a.get(label) != b.get(label)
+    ]
