@@ -38,7 +38,7 @@ from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates,
 from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
 from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
-from dnnc.partition.pricing import PricingReport, Times, measure, price, should_measure
+from dnnc.partition.pricing import PricingReport, Times, measure, price, recost, should_measure
 from dnnc.partition.realize import realize
 from dnnc.passes.base import ParamPass
 from dnnc.specs.apply import active as active_specs
@@ -113,6 +113,7 @@ class Partition(ParamPass):
             complete = bool(roots) and set(roots) <= set(applied.by_root)
             measured = measured and not complete  # the specs are the measured outcome: nothing left to time
             priced = applied.candidates
+            recost(priced, pricing)  # times the specs recorded price their groups and calibrate the estimates
         preds = node_preds(nodes)
         if measured:
             priced = measure_what_matters(preds, priced, params, pricing)

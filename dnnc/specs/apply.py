@@ -1,9 +1,14 @@
 """Spec decisions inside the partitioner: for every group cuDNN could root, the
 first record that matches (``facts.first_match``) decides instead of the cost model.
 
-* ``cudnn``: the matched group (that epilogue prefix) is the only candidate at its
-  root; an engine id / tag given becomes the graph's plan (``SPEC_PLAN_ATTR``), rebuilt
-  at build time without tuning.
+* ``cudnn``: Triton loses that root. The matched group (that epilogue prefix) stays,
+  and so does every other prefix there that some cuDNN record matches; prefixes no
+  record speaks of are dropped. Each kept prefix takes its own record's plan: an
+  engine id / tag becomes the graph's plan (``SPEC_PLAN_ATTR``), rebuilt at build time
+  without tuning. A record's ``provenance.measured_ms`` (``dnnc tune`` writes it) is
+  the prefix's price, so where several prefixes stay the cover chooses among them as
+  the measured compile did: two identical convolutions feeding one residual add, say,
+  of which only one can take the add.
 * ``triton``: cuDNN candidates at the root are dropped; a config given is put on the
   root op (``SPEC_CONFIG_ATTR``) and the Triton kernel that holds it uses it, untuned.
 
@@ -26,7 +31,7 @@ from xdsl.ir import Operation
 from dnnc import knobs
 from dnnc.backends.interface import SPEC_CONFIG_ATTR
 from dnnc.partition.candidates import Candidate
-from dnnc.specs.facts import cudnn_prefixes, first_match
+from dnnc.specs.facts import cudnn_prefixes, facts_of, first_match
 from dnnc.specs.format import Library, Record, load_library
 from dnnc.specs.library import Resolved, local_device, record_label, resolve
 
@@ -104,16 +109,28 @@ def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
             continue
         applied.by_root[root] = record
         if record.decision.backend == "cudnn":
-            dropped |= {id(c) for c in cands if c is not chosen}
             dropped |= {id(c) for c in candidates if c.backend == "triton" and root_index in c.covers}
-            chosen.spec = record.source
-            chosen.spec_plan = plan_json(record)
+            for c in cands:
+                own = record if c is chosen else _first_cudnn_record(resolved.records, c)
+                if own is None:
+                    dropped.add(id(c))
+                    continue
+                c.spec = own.source
+                c.spec_plan = plan_json(own)
+                if isinstance(own.provenance.get("measured_ms"), int | float):
+                    c.measured_ms = float(own.provenance["measured_ms"])
         else:
             dropped |= {id(c) for c in cands}
             if record.decision.config:
                 applied.configs[root] = dict(record.decision.config)
     applied.candidates = [c for c in candidates if id(c) not in dropped]
     return applied
+
+
+def _first_cudnn_record(records: Sequence[Record], c: Candidate) -> Record | None:
+    """The first record that puts exactly this prefix on cuDNN, if any."""
+    facts = facts_of(c)
+    return next((r for r in records if r.decision.backend == "cudnn" and r.matcher.matches(facts)), None)
 
 
 def plan_json(record: Record) -> str | None:

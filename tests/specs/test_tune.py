@@ -167,3 +167,31 @@ def test_tune_refuses_without_a_gpu() -> None:
         pytest.skip("a GPU is visible")
     result = CliRunner().invoke(main, ["tune", "dnnc.models:conv_block", "-o", "x.toml"])
     assert result.exit_code != 0 and "measures on a GPU, and none is visible here" in result.output
+
+
+def test_identical_convs_sharing_a_residual_add_are_reproduced(tmp_path: Path) -> None:
+    """In a ResNet bottleneck with a projection, the shortcut conv and the last 1x1
+    conv have the same shapes and both could take the residual add; only one does.
+    Both prefixes stay priced by their records, so the cover picks as tuning did."""
+    from dnnc.models import FACTORIES
+    from tests.compile_helpers import compile_program
+
+    def build(policy: str, spec: Path | None = None):
+        model, (x,) = FACTORIES["resnet50"](batch=2, image_size=64)
+        program = compile_program(model.half(), [x.half()])
+        with knobs.override(tuning_specs=str(spec) if spec else ""):
+            record = partitioned(program, policy)
+        run_passes(program, parse_passes(PARTITIONED))
+        for op in program.entry.body.block.ops:
+            if isinstance(op, cudnn.GraphOp) and op.plan is None:
+                op.plan = StringAttr(json.dumps(PLAN))
+        return program, record
+
+    program, record = build("cudnn-only")
+    path, sites = _spec(tmp_path, program, record, {})
+    kinds = [s.facts.kind for s in sites]
+    assert "conv_bias_add_relu" in kinds and "conv_bias" in kinds
+    applied, again = build("auto", path)
+    assert again["specs"]["complete"] and not again["measured"]
+    assert group_differences(record, again) == []
+    assert decision_differences(sites, built_sites(applied, {})) == []
