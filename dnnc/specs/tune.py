@@ -244,16 +244,36 @@ def reproduce(module: Any, inputs: Sequence[Any], spec: str, cache_dir: Any) -> 
     return compiled, time.perf_counter() - started
 
 
-def group_differences(tuned: Mapping[str, Any], applied: Mapping[str, Any]) -> list[str]:
-    """Groups (backend, kind, ops covered) one decision record has and the other lacks."""
+@dataclass
+class GroupComparison:
+    """Two decision records' groups (backend, kind, ops covered) side by side."""
 
+    tuned_only: list[tuple[str, str, tuple[int, ...]]]
+    applied_only: list[tuple[str, str, tuple[int, ...]]]
+
+    @property
+    def same(self) -> bool:
+        return not self.tuned_only and not self.applied_only
+
+    @property
+    def swapped(self) -> bool:
+        """The same groups, placed at other but identical sites (two equal convolutions
+        feeding one residual add: which one takes the add is a tie)."""
+        key = lambda g: (g[0], g[1], len(g[2]))  # noqa: E731
+        return not self.same and sorted(map(key, self.tuned_only)) == sorted(map(key, self.applied_only))
+
+    def lines(self) -> list[str]:
+        return [f"tuned only: {g[0]} {g[1]} at {list(g[2])}" for g in self.tuned_only] + [
+            f"with the spec only: {g[0]} {g[1]} at {list(g[2])}" for g in self.applied_only
+        ]
+
+
+def compare_groups(tuned: Mapping[str, Any], applied: Mapping[str, Any]) -> GroupComparison:
     def groups(record: Mapping[str, Any]) -> set[tuple[str, str, tuple[int, ...]]]:
         return {(g["backend"], g["kind"], tuple(g["nodes"])) for g in record.get("groups", [])}
 
     a, b = groups(tuned), groups(applied)
-    return [f"tuned only: {g[0]} {g[1]} at {list(g[2])}" for g in sorted(a - b, key=lambda g: g[2])] + [
-        f"with the spec only: {g[0]} {g[1]} at {list(g[2])}" for g in sorted(b - a, key=lambda g: g[2])
-    ]
+    return GroupComparison(sorted(a - b, key=lambda g: g[2]), sorted(b - a, key=lambda g: g[2]))
 
 
 def decision_differences(tuned: Sequence[Site], applied: Sequence[Site]) -> list[str]:

@@ -28,8 +28,8 @@ from dnnc.specs.match import GroupFacts
 from dnnc.specs.tune import (
     Site,
     built_sites,
+    compare_groups,
     decision_differences,
-    group_differences,
     records_from,
     spec_text,
 )
@@ -96,7 +96,7 @@ def test_cudnn_sites_become_records_that_reproduce_the_decisions(tmp_path: Path)
 
     applied, again, kernels_again = _built("auto", path)
     assert again["specs"]["complete"] and not again["measured"]
-    assert group_differences(record, again) == []
+    assert compare_groups(record, again).same
     assert decision_differences(sites, built_sites(applied, kernels_again)) == []
     plans = [json.loads(op.plan.data) for op in applied.entry.body.block.ops if isinstance(op, cudnn.GraphOp)]
     assert plans and all(p["engine"] == 5 and p["knobs"] == {"SPLIT_K": 1} for p in plans), "plans from the spec"
@@ -112,7 +112,7 @@ def test_triton_sites_carry_their_config(tmp_path: Path) -> None:
     ranges = [r.versions["triton"] for r in load_library(path)[0].records]
     assert all("3.6.0" in v and "3.0" in v and "4.0" not in v for v in ranges), "one Triton major release"
     applied, again, _ = _built("auto", path)
-    assert again["specs"]["complete"] and group_differences(record, again) == []
+    assert again["specs"]["complete"] and compare_groups(record, again).same
     convs = [GroupInfo.of(op) for op in applied.entry.body.block.ops if isinstance(op, tcp.IsolatedGroupOp)]
     spec_configs = {json.dumps(spec_or_candidates(info)[0], sort_keys=True) for info in convs if info.kind == "conv2d"}
     tuned_configs = {json.dumps(s.decision.config, sort_keys=True) for s in sites if s.facts.kind == "conv"}
@@ -193,5 +193,51 @@ def test_identical_convs_sharing_a_residual_add_are_reproduced(tmp_path: Path) -
     assert "conv_bias_add_relu" in kinds and "conv_bias" in kinds
     applied, again = build("auto", path)
     assert again["specs"]["complete"] and not again["measured"]
-    assert group_differences(record, again) == []
+    assert compare_groups(record, again).same
     assert decision_differences(sites, built_sites(applied, {})) == []
+
+
+def test_groups_swapped_between_identical_sites_are_told_apart_from_other_differences() -> None:
+    tuned = {
+        "groups": [
+            {"backend": "cudnn", "kind": "conv_bias_add_relu", "nodes": [4, 5, 14, 15]},
+            {"backend": "cudnn", "kind": "conv_bias", "nodes": [12, 13]},
+        ]
+    }
+    swapped = {
+        "groups": [
+            {"backend": "cudnn", "kind": "conv_bias", "nodes": [4, 5]},
+            {"backend": "cudnn", "kind": "conv_bias_add_relu", "nodes": [12, 13, 14, 15]},
+        ]
+    }
+    other = {"groups": [*swapped["groups"][:1], {"backend": "triton", "kind": "pointwise", "nodes": [12, 13, 14, 15]}]}
+    assert compare_groups(tuned, tuned).same
+    assert compare_groups(tuned, swapped).swapped
+    comparison = compare_groups(tuned, other)
+    assert not comparison.same and not comparison.swapped
+    assert "with the spec only: triton pointwise at [12, 13, 14, 15]" in comparison.lines()
+
+
+@pytest.mark.parametrize("batch", [1, 32])
+def test_shipped_sm90_library_decides_every_resnet50_group(batch: int) -> None:
+    """The shipped sm_90 library (written by dnnc tune on an H100) parses, and one of
+    its records applies at every cuDNN-rootable group of ResNet-50 fp16 at the batch
+    sizes it was tuned for, so such a compile measures nothing."""
+    from dnnc.models import FACTORIES
+    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs import resolve
+    from dnnc.specs.apply import DEFAULTS, default_layer
+    from dnnc.specs.facts import first_match, sites
+    from dnnc.specs.library import Device
+
+    libraries = [(default_layer(lib), lib) for lib in load_library(DEFAULTS)]
+    assert [(layer, Path(lib.path).name) for layer, lib in libraries] == [("arch", "sm_90-resnet50.toml")]
+    resolved = resolve(libraries, Device("sm_90", "NVIDIA H200", VERSIONS))
+    assert not resolved.warnings and len(resolved.records) == 56
+    model, (x,) = FACTORIES["resnet50"](batch=batch)
+    program = to_canonical_tcp(model.half().eval(), (x.half(),))
+    found = sites(program)
+    assert len(found) == 54 and all(first_match(resolved.records, s.prefixes) is not None for s in found)
+    assert not resolve(libraries, Device("sm_80", "NVIDIA A100", VERSIONS)).records, "not for other architectures"
+    newer = resolve(libraries, Device("sm_90", "NVIDIA H100", {"cudnn": "9.20.0", "triton": "3.6.0"}))
+    assert all(r.decision.backend == "triton" for r in newer.records) and newer.warnings, "engine ids hold for cuDNN 9.19"
