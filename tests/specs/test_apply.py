@@ -48,7 +48,7 @@ def spec(tmp_path: Path):
         path.write_text(text)
         return path
 
-    with knobs.override(cache_dir=tmp_path / "cache"):
+    with knobs.override(cache_dir=tmp_path / "cache", tuning_spec_defaults=False):  # only this test's spec
         yield write
 
 
