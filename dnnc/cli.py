@@ -281,13 +281,28 @@ def _spec_device(arch: str | None, gpu_name: str | None, cudnn: str | None, trit
 
 @spec_group.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--model", default=None, help="Also try each decision where it applies in this model (see below).")
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--dtype", type=click.Choice(sorted(_DTYPES)), default=None, help="Cast the model and its float inputs first.")
 @_spec_target
 @user_errors
 def spec_verify_command(
-    paths: tuple[Path, ...], arch: str | None, gpu_name: str | None, cudnn: str | None, triton: str | None
+    paths: tuple[Path, ...],
+    model: str | None,
+    factory_args: tuple[str, ...],
+    dtype: str | None,
+    arch: str | None,
+    gpu_name: str | None,
+    cudnn: str | None,
+    triton: str | None,
 ) -> None:
     """Check tuning specs (files or directories, highest precedence first): schema,
-    every field, which records apply to the target, version ranges, overlaps."""
+    every field, which records apply to the target, version ranges, overlaps.
+
+    With --model, each decision is also tried at every group of the model it
+    decides: a cuDNN group must lower, and on a GPU its engine and knobs must build
+    for that graph; a Triton config must suit the kernel and generate (and compile on
+    a GPU). Fails if one cannot be carried out."""
     from dnnc.specs import resolve
     from dnnc.specs.merge import overlaps
 
@@ -303,6 +318,22 @@ def spec_verify_command(
     click.echo(
         f"{len(resolved.records)} records apply to {device.arch} ({device.name or 'any GPU'}), {len(resolved.other_target)} are for other targets"
     )
+    if model is None:
+        return
+    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs.legality import check_decisions
+
+    module, inputs, name = load_model(model, parse_kwargs(factory_args))
+    if dtype is not None:
+        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    verdicts = check_decisions(to_canonical_tcp(module.eval(), inputs), resolved.records, torch.cuda.is_available())
+    for v in verdicts:
+        click.echo(v.text())
+    failed = [v for v in verdicts if not v.ok]
+    click.echo(f"{name}: {len(verdicts) - len(failed)} of {len(verdicts)} decisions can be carried out")
+    if failed:
+        raise click.ClickException(f"{len(failed)} decisions cannot be carried out for {name}")
 
 
 @spec_group.command("merge")

@@ -1,0 +1,98 @@
+"""``dnnc spec verify --model``: every decision is tried where it applies. On the CPU
+a cuDNN group must lower and a Triton config must suit its kernel and generate; on
+a GPU the engine must build for that graph and the kernel must compile. A decision
+that cannot be carried out is reported with its reason and fails the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from dnnc.cli import main
+from dnnc.specs.format import load_library
+from dnnc.specs.legality import check_decisions
+from tests.partition.test_partition_cpu import block_program
+
+GOOD = """\
+schema = 1
+[[record]]
+name = "residual conv"
+match = { kind = "conv_bias_add*" }
+decision = { backend = "cudnn", engine = 0 }
+[[record]]
+name = "other convs"
+match = { kind = "conv*" }
+decision = { backend = "triton", config = { BLOCK_M = 32, BLOCK_N = 16, num_warps = 2 } }
+"""
+
+BAD_CONFIG = GOOD.replace("BLOCK_M = 32, BLOCK_N = 16", "BLOCK = 64")
+
+
+def _verdicts(tmp_path: Path, text: str, on_gpu: bool = False):
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    program, _, _ = block_program(torch.float16)
+    return check_decisions(program, load_library(path)[0].records, on_gpu)
+
+
+def test_decisions_that_can_be_carried_out(tmp_path: Path) -> None:
+    verdicts = _verdicts(tmp_path, GOOD)
+    assert [(v.ok, v.record.split("-> ")[1].split(" ")[0]) for v in verdicts] == [(True, "triton"), (True, "cudnn")]
+    assert "the conv2d kernel takes the config" in verdicts[0].detail
+    assert "the engine is checked on a GPU only" in verdicts[1].detail and "as conv_bias_add_relu" in verdicts[1].site
+
+
+def test_a_config_the_kernel_does_not_take_is_reported(tmp_path: Path) -> None:
+    verdicts = _verdicts(tmp_path, BAD_CONFIG)
+    bad = [v for v in verdicts if not v.ok]
+    assert len(bad) == 1 and "CodegenError: a tuning spec gives BLOCK to a Triton conv2d kernel" in bad[0].detail
+    assert bad[0].text().startswith("FAIL #0 conv_bias_relu")
+
+
+def test_verify_with_a_model_fails_on_what_cannot_be_carried_out(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BAD_CONFIG)
+    factory = tmp_path / "block.py"
+    factory.write_text(
+        "import torch\nfrom tests.partition.test_partition_cpu import Block\n\n"
+        "def block_model():\n    torch.manual_seed(0)\n    return Block().eval(), (torch.randn(2, 3, 16, 16),)\n"
+    )
+    args = ["spec", "verify", str(spec), "--arch", "sm_90", "--model", f"{factory}:block_model"]
+    result = CliRunner().invoke(main, [*args, "--dtype", "f16"])
+    assert result.exit_code != 0, result.output
+    assert "1 of 2 decisions can be carried out" in result.output and "1 decisions cannot be carried out" in result.output
+    spec.write_text(GOOD)
+    result = CliRunner().invoke(main, [*args, "--dtype", "f16"])
+    assert result.exit_code == 0 and "2 of 2 decisions can be carried out" in result.output
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_engines_are_built_and_kernels_compiled(tmp_path: Path) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU")
+    verdicts = _verdicts(tmp_path, GOOD.replace("engine = 0", "engine = 9999"), on_gpu=True)
+    assert [v.ok for v in verdicts] == [True, False]
+    assert "compiles with it here" in verdicts[0].detail
+    assert verdicts[1].detail, "the engine that does not exist is named with the reason"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 32])
+def test_the_shipped_library_can_be_carried_out_here(batch: int) -> None:
+    """Every engine and config of the shipped sm_90 library builds for the ResNet-50
+    group it decides (on sm_90 with the cuDNN it was tuned with; else nothing applies)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU")
+    from dnnc.models import FACTORIES
+    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs import resolve
+    from dnnc.specs.apply import DEFAULTS, default_layer
+    from dnnc.specs.library import local_device
+
+    resolved = resolve([(default_layer(lib), lib) for lib in load_library(DEFAULTS)], local_device())
+    model, (x,) = FACTORIES["resnet50"](batch=batch)
+    verdicts = check_decisions(to_canonical_tcp(model.half().eval(), (x.half(),)), resolved.records, on_gpu=True)
+    assert all(v.ok for v in verdicts), [v.text() for v in verdicts if not v.ok]
