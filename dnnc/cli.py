@@ -299,10 +299,11 @@ def spec_verify_command(
     """Check tuning specs (files or directories, highest precedence first): schema,
     every field, which records apply to the target, version ranges, overlaps.
 
-    With --model, each decision is also tried at every group of the model it
-    decides: a cuDNN group must lower, and on a GPU its engine and knobs must build
-    for that graph; a Triton config must suit the kernel and generate (and compile on
-    a GPU). Fails if one cannot be carried out."""
+    With --model, the model is also partitioned with these specs (auto, nothing
+    measured, for the GPU and libraries here) and lowered as a compile would, and each
+    group a record decided is tried: on a GPU its cuDNN engine and knobs must build for
+    that graph; a Triton config must suit its kernel and generate (and compile on a
+    GPU). Fails if one cannot be carried out."""
     from dnnc.specs import resolve
     from dnnc.specs.merge import overlaps
 
@@ -327,7 +328,10 @@ def spec_verify_command(
     module, inputs, name = load_model(model, parse_kwargs(factory_args))
     if dtype is not None:
         module, inputs = _cast(module, inputs, _DTYPES[dtype])
-    verdicts = check_decisions(to_canonical_tcp(module.eval(), inputs), resolved.records, torch.cuda.is_available())
+    program = to_canonical_tcp(module.eval(), inputs)
+    only_these = {"tuning_specs": os.pathsep.join(str(p) for p in paths), "tuning_spec_path": "", "tuning_spec_defaults": False}
+    with knobs.override(measure=False, **only_these):  # partitioned as a compile here would, nothing timed
+        verdicts = check_decisions(program, torch.cuda.is_available())
     for v in verdicts:
         click.echo(v.text())
     failed = [v for v in verdicts if not v.ok]

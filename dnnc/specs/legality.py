@@ -1,31 +1,27 @@
-"""Whether a spec's decisions can be carried out where they apply in a model
-(``dnnc spec verify --model``): at every cuDNN-rootable group the record that wins
-is tried the way a compile would use it.
+"""Whether a spec's decisions can be carried out in a model (``dnnc spec verify
+--model``). The model is partitioned with the configured specs (``auto``, nothing
+measured) and lowered as a compile would lower it, so every graph has the layouts
+and neighbours it will have; then each group a record decided is tried:
 
-* cuDNN: the group must lower to a ``cudnn.graph``; with a GPU here, the recorded
-  engine and knobs (or tag) must build for that graph with the installed cuDNN.
-* Triton: the root alone must lower to a Triton kernel that takes every key of the
-  config; the kernel is generated with it, and compiled when a GPU is here.
+* cuDNN: with a GPU here, the recorded engine and knobs (or tag) must build for
+  that ``cudnn.graph`` with the installed cuDNN;
+* Triton: the kernel holding the root must take every key of the config and
+  generate with it, and compile when a GPU is here.
 
 A decision that cannot be carried out is a verdict with the reason, never an
-exception: the compile itself would fall back (tune, or other configs) instead.
+exception: a compile would fall back (tune, or try other configs) instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
 from dataclasses import dataclass
+from typing import Any
 
-from xdsl.dialects.builtin import StringAttr
-
-from dnnc.backends.interface import SPEC_CONFIG_ATTR
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
-from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
-from dnnc.specs.apply import plan_json
-from dnnc.specs.facts import Site, first_match, sites
-from dnnc.specs.format import Record
-from dnnc.specs.library import record_label
+from dnnc.specs.facts import parse_site
 
 
 @dataclass(frozen=True)
@@ -36,76 +32,69 @@ class Verdict:
     detail: str
 
     def text(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.site:28s} {self.record}: {self.detail}"
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.site}  [{self.record}]: {self.detail}"
 
 
-def check_decisions(program: Program, records: Sequence[Record], on_gpu: bool) -> list[Verdict]:
-    """One verdict per cuDNN-rootable group of ``program`` that some record decides."""
+def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
+    """Partition ``program`` (canonical; changed in place) with the specs the knobs
+    name and lower it; one verdict per group a record decided, in program order."""
+    from dnnc.partition import DECISIONS_ATTR
+    from dnnc.partition.partitioner import Partition
+    from dnnc.passes import parse_passes
+    from dnnc.pipeline import PARTITIONED, run_passes
+
+    run_passes(program, [Partition(policy="auto", backends=("cudnn", "triton"))])
+    groups = json.loads(program.entry.attributes[DECISIONS_ATTR].data).get("groups", [])  # type: ignore[attr-defined]
+    run_passes(program, parse_passes(PARTITIONED))
     verdicts = []
-    triton_alone = _triton_roots(program)
-    for site in sites(program):
-        found = first_match(records, site.prefixes)
-        if found is None:
+    for op in program.entry.body.block.ops:
+        if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
+            marked = [op]
+        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
+            marked = [inner for inner in op.body.block.ops if SITE_ATTR in inner.attributes]
+        else:
             continue
-        record, group = found
-        label = f"{record.source} ({record_label(record)}) -> {record.decision.describe()}"
-        where = f"{site.label} as {group.kind}" if record.decision.backend == "cudnn" else site.label
-        try:
-            if record.decision.backend == "cudnn":
-                detail = _check_cudnn(group, record, program, on_gpu)
-            else:
-                detail = _check_triton(site, triton_alone.get(site.root), record, program, on_gpu)
-            verdicts.append(Verdict(where, label, True, detail))
-        except Exception as e:  # every way a decision can fail is reported, not raised
-            verdicts.append(Verdict(where, label, False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+        for holder in marked:
+            facts, number = parse_site(holder.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
+            source = groups[number].get("spec") if number < len(groups) else None
+            if not source:
+                continue  # the cost model decided this group
+            where = f"{facts.kind} {'x'.join(map(str, facts.shapes.get('input', ())))}"
+            try:
+                detail = _check_graph(op, on_gpu) if isinstance(op, cudnn.GraphOp) else _check_kernel(op, on_gpu)
+                verdicts.append(Verdict(where, source, True, detail))
+            except Exception as e:  # every way a decision can fail is reported, not raised
+                first = str(e).splitlines()[0] if str(e) else ""
+                verdicts.append(Verdict(where, source, False, f"{type(e).__name__}: {first}"))
     return verdicts
 
 
-def _check_cudnn(group: Candidate, record: Record, program: Program, on_gpu: bool) -> str:
-    from dnnc.partition.measure import lower_alone
-
-    lowered = lower_alone(group, program.params)
-    plan = plan_json(record)
-    if plan is None:
+def _check_graph(graph: cudnn.GraphOp, on_gpu: bool) -> str:
+    if graph.plan is None:
         return "lowers to a cuDNN graph (no plan named)"
+    plan = json.loads(graph.plan.data)
     if not on_gpu:
-        return "lowers to a cuDNN graph; the engine is checked on a GPU only"
+        return f"lowers to a cuDNN graph; engine {plan['engine']} is checked on a GPU only"
     import torch
 
     from dnnc.backends.cudnn.runtime import PlanRecord, rebuild_kernel
 
-    graph = next(op for op in lowered.entry.body.block.ops if isinstance(op, cudnn.GraphOp))
-    kernel = rebuild_kernel(graph, torch.device("cuda"), PlanRecord.from_json(plan))
+    kernel = rebuild_kernel(graph, torch.device("cuda"), PlanRecord.from_json(graph.plan.data))
     return f"engine {kernel.plan.engine} builds for this graph here"
 
 
-def _check_triton(site: Site, alone: Candidate | None, record: Record, program: Program, on_gpu: bool) -> str:
+def _check_kernel(group: tcp.IsolatedGroupOp, on_gpu: bool) -> str:
     from dnnc.backends.triton.kernels import GroupInfo, generate
     from dnnc.backends.triton.launch import compile_group, spec_or_candidates
-    from dnnc.partition.measure import lower_alone
 
-    if alone is None:
-        raise ValueError(f"Triton has no kernel for the {site.prefixes[-1].kind} at {site.label} alone")
-    lowered = lower_alone(alone, program.params)
-    kernel = next(op for op in lowered.entry.body.block.ops if isinstance(op, tcp.IsolatedGroupOp))
-    if record.decision.config:
-        for op in kernel.body.block.ops:  # as the partitioner marks the root, which is in here
-            op.attributes[SPEC_CONFIG_ATTR] = StringAttr(_json(record.decision.config))
-    (config,) = spec_or_candidates(GroupInfo.of(kernel))[:1]
-    generate(kernel, config)
+    info = GroupInfo.of(group)
+    config: dict[str, Any] = spec_or_candidates(info)[0]
+    generate(group, config)
     if not on_gpu:
-        return f"the {GroupInfo.of(kernel).kind} kernel takes the config (generated; compiled on a GPU only)"
-    compile_group(kernel, "cuda")
-    return f"the {GroupInfo.of(kernel).kind} kernel compiles with it here"
+        return f"the {info.kind} kernel takes {_short(config)} (generated; compiled on a GPU only)"
+    compile_group(group, "cuda")
+    return f"the {info.kind} kernel compiles with {_short(config)} here"
 
 
-def _triton_roots(program: Program) -> dict:
-    """Each op's Triton candidate of that op alone, by op."""
-    nodes = graph_nodes(program.entry.body.block)
-    return {c.ops[0]: c for c in enumerate_candidates(nodes, ("triton",), "auto") if c.backend == "triton" and len(c.ops) == 1}
-
-
-def _json(config: object) -> str:
-    import json
-
-    return json.dumps(config, sort_keys=True)
+def _short(config: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items())
