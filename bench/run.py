@@ -35,13 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_timing import copy_bandwidth_gbs, environment, matmul_tflops, write_results  # noqa: E402
-from bench.suite import report  # noqa: E402
+from bench.suite import progress, report  # noqa: E402
 from bench.suite.floors import workload_floor  # noqa: E402
-from bench.suite.torch_variants import DNNC_POLICIES, dnnc_variants, torch_variants  # noqa: E402
+from bench.suite.torch_variants import DNNC_POLICIES, TORCH_VARIANTS, dnnc_variants, torch_variants  # noqa: E402
 from bench.suite.workloads import WORKLOADS, Workload, select  # noqa: E402
 
 VARIANTS = ("eager", "graph", "compile", "dnnc", "jax")
-TORCH_NAMES = {"eager": "PyTorch eager", "graph": "eager + CUDA graph", "compile": "torch.compile"}
+TORCH_NAMES = dict(zip(("eager", "graph", "compile"), TORCH_VARIANTS, strict=True))
 
 
 def reference_output(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -78,23 +78,19 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
     reference = reference_output(model, inputs)
     rows: list[dict[str, Any]] = []
     if variants & set(TORCH_NAMES):
-        wanted = {TORCH_NAMES[v] for v in variants & set(TORCH_NAMES)}
-        rows += [r for r in torch_variants(model, inputs, reference) if r["variant"] in wanted]
+        rows += torch_variants(model, inputs, reference, {TORCH_NAMES[v] for v in variants & set(TORCH_NAMES)})
     if "dnnc" in variants:
         rows += dnnc_variants(model, inputs, reference, policies)
     if "jax" in variants:
         torch.cuda.empty_cache()  # leave the GPU's memory to XLA
         rows.append(jax_variant(workload, model, inputs, reference))
+        progress(rows[-1])
     floor_ms = floor.ms(ceilings["matmul_tflops"], ceilings["copy_gbs"])
     items = workload.items(inputs)
     for r in rows:
         if r.get("status") == "ok":
             r["items_per_s"] = items / (r["median_ms"] / 1e3)
             r["of_floor"] = floor_ms / r["median_ms"]
-        print(
-            f"  {workload.name:14s} {r['variant']:20s} " + (f"{r['median_ms']:.4f} ms" if "median_ms" in r else r["status"]),
-            flush=True,
-        )
     return {
         "workload": workload.name,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

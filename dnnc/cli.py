@@ -103,7 +103,7 @@ def compile_command(
     prints a summary of what was compiled.
     """
     import dnnc
-    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.model_loader import parse_kwargs
 
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
     specs = os.pathsep.join(str(p) for p in tuning_specs) or None
@@ -111,9 +111,7 @@ def compile_command(
     with knobs.override(**settings):
         with console.status("loading the model"):
             started = time.perf_counter()
-            module, inputs, name = load_model(model, kwargs)
-            if dtype is not None:
-                module, inputs = _cast(module, inputs, _DTYPES[dtype])
+            module, inputs, name = _load(model, kwargs, dtype)
         console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
         with console.status(f"compiling {name} (export, canonicalize, lower, build kernels)"):
             compiled = dnnc.compile(module, inputs, device=device)
@@ -126,9 +124,15 @@ def compile_command(
             _check_against_eager(compiled, module, inputs)
 
 
-def _cast(module: torch.nn.Module, inputs: tuple[Any, ...], dtype: torch.dtype) -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    cast = tuple(x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
-    return module.to(dtype), cast
+def _load(model: str, kwargs: dict[str, Any], dtype: str | None) -> tuple[torch.nn.Module, tuple[Any, ...], str]:
+    """The model from its factory (``model_loader``), cast with its floating inputs to ``dtype``."""
+    from dnnc.model_loader import load_model
+
+    module, inputs, name = load_model(model, kwargs)
+    if dtype is None:
+        return module, inputs, name
+    cast = tuple(x.to(_DTYPES[dtype]) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+    return module.to(_DTYPES[dtype]), cast, name
 
 
 def _print_summary(compiled: Any, output: Path) -> None:
@@ -224,12 +228,10 @@ def explain_command(
     import json
 
     import dnnc
-    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.model_loader import parse_kwargs
     from dnnc.partition.explain import explain_lines
 
-    module, inputs, _ = load_model(model, parse_kwargs(factory_args))
-    if dtype is not None:
-        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    module, inputs, _ = _load(model, parse_kwargs(factory_args), dtype)
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None
     record = dnnc.explain(module.eval(), inputs, policy=policy, backends=chosen)
     for line in explain_lines(record, alternatives):
@@ -321,15 +323,14 @@ def spec_verify_command(
     )
     if model is None:
         return
-    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.model_loader import parse_kwargs
     from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs.apply import only_specs
     from dnnc.specs.legality import check_decisions
 
-    module, inputs, name = load_model(model, parse_kwargs(factory_args))
-    if dtype is not None:
-        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    module, inputs, name = _load(model, parse_kwargs(factory_args), dtype)
     program = to_canonical_tcp(module.eval(), inputs)
-    only_these = {"tuning_specs": os.pathsep.join(str(p) for p in paths), "tuning_spec_path": "", "tuning_spec_defaults": False}
+    only_these = only_specs(os.pathsep.join(str(p) for p in paths))
     with knobs.override(measure=False, **only_these):  # partitioned as a compile here would, nothing timed
         verdicts = check_decisions(program, torch.cuda.is_available())
     for v in verdicts:
@@ -397,15 +398,13 @@ def spec_show_command(
 ) -> None:
     """Which record applies to each group of MODEL, and which records are shadowed
     (they match, but an earlier record always wins) or unused (they match nothing)."""
-    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.model_loader import parse_kwargs
     from dnnc.pipeline import to_canonical_tcp
     from dnnc.specs import resolve
     from dnnc.specs.facts import first_match, sites
     from dnnc.specs.library import record_label
 
-    module, inputs, _ = load_model(model, parse_kwargs(factory_args))
-    if dtype is not None:
-        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    module, inputs, _ = _load(model, parse_kwargs(factory_args), dtype)
     resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton))
     for warning in resolved.warnings:
         click.echo(f"warning: {warning}")
@@ -457,14 +456,12 @@ def tune_command(
     A warm cache makes a second run fast. Apply it with ``dnnc compile --tuning-spec``."""
     import tempfile
 
-    from dnnc.model_loader import load_model, parse_kwargs
+    from dnnc.model_loader import parse_kwargs
     from dnnc.runtime.bench import bench
     from dnnc.specs import tune as tuning
 
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
-    module, inputs, name = load_model(model, kwargs)
-    if dtype is not None:
-        module, inputs = _cast(module, inputs, _DTYPES[dtype])
+    module, inputs, name = _load(model, kwargs, dtype)
     module = module.eval()
     with console.status(f"tuning {name} on the GPU (partition auto, measured)"):
         run = tuning.tune(module, inputs, sku=sku)
@@ -480,13 +477,9 @@ def tune_command(
         return
     with tempfile.TemporaryDirectory(prefix="dnnc-tune-check-") as fresh, console.status("compiling with the spec alone"):
         applied, seconds = tuning.reproduce(module, inputs, str(output), Path(fresh))
-        kernels = {s.op: s.kernel for s in applied._executor.steps if s.kernel is not None}
         decisions = applied.program.metadata.get("decisions") or {}
         groups = tuning.compare_groups(run.compiled.program.metadata.get("decisions") or {}, decisions)
-        differences = tuning.decision_differences(
-            tuning.built_sites(run.compiled.program, {s.op: s.kernel for s in run.compiled._executor.steps if s.kernel}),
-            tuning.built_sites(applied.program, kernels),
-        )
+        differences = tuning.decision_differences(tuning.sites_of(run.compiled), tuning.sites_of(applied))
         times = {label: bench(c, iterations=100).median_ms for label, c in (("tuned", run.compiled), ("with the spec", applied))}
     measured = decisions.get("measured")
     console.print(

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.gpu_timing import environment_line
+from bench.suite.torch_variants import TORCH_VARIANTS
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
-PEERS = ("PyTorch eager", "eager + CUDA graph", "torch.compile", "JAX/XLA")
+PEERS = (*TORCH_VARIANTS, "JAX/XLA")
 SAME_RUN_KEYS = ("device", "driver", "torch", "cudnn_backend", "nvidia-cudnn-frontend", "triton")
 """What must match for two runs' results to stand in one table."""
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
 
 from bench.gpu_timing import fp16_inputs, in_cuda_graph, median_ms
-from bench.suite import CHECK
+from bench.suite import CHECK, progress
 from dnnc.numerics import relative_error
 
 DNNC_POLICIES = ("auto", "cudnn-only", "triton-only")
@@ -28,6 +28,12 @@ def channels_last(model: torch.nn.Module, xs: list[torch.Tensor]) -> tuple[torch
 
 def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.Tensor) -> dict[str, Any]:
     """Build (timed: the compile time), check the output, then time; peak memory over all of it."""
+    entry = _measured(name, build, reference)
+    progress(entry)
+    return entry
+
+
+def _measured(name: str, build: Callable[[], Callable[[], Any]], reference: torch.Tensor) -> dict[str, Any]:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     entry: dict[str, Any] = {"variant": name}
@@ -45,7 +51,6 @@ def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.
     entry["median_ms"] = median_ms(run)
     entry["peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
     entry["status"] = "ok"
-    print(f"    {name}: {entry['median_ms']:.4f} ms, compiled in {entry['compile_s']:.1f} s", flush=True)
     return entry
 
 
@@ -53,16 +58,26 @@ def _first(out: Any) -> torch.Tensor:
     return out[0] if isinstance(out, list | tuple) else out
 
 
-def torch_variants(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor) -> list[dict[str, Any]]:
+TORCH_VARIANTS = ("PyTorch eager", "eager + CUDA graph", "torch.compile")
+
+
+def torch_variants(
+    model: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    reference: torch.Tensor,
+    wanted: Collection[str] = TORCH_VARIANTS,
+) -> list[dict[str, Any]]:
+    """The PyTorch variants named in ``wanted`` (only those are built and timed)."""
     torch.backends.cudnn.benchmark = True
     half = copy.deepcopy(model).cuda().half().eval()
     net, xs = channels_last(half, fp16_inputs(inputs))
-    rows = []
+    builds = {
+        "PyTorch eager": lambda: lambda: net(*xs),
+        "eager + CUDA graph": lambda: _graphed(net, xs),
+        "torch.compile": lambda: _compiled(net, xs),
+    }
     with torch.no_grad():
-        rows.append(measure("PyTorch eager", lambda: lambda: net(*xs), reference))
-        rows.append(measure("eager + CUDA graph", lambda: _graphed(net, xs), reference))
-        rows.append(measure("torch.compile", lambda: _compiled(net, xs), reference))
-    return rows
+        return [measure(name, builds[name], reference) for name in TORCH_VARIANTS if name in wanted]
 
 
 def _graphed(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], torch.Tensor]:

@@ -43,7 +43,7 @@ from dnnc.partition.realize import realize
 from dnnc.passes.base import ParamPass
 from dnnc.specs.apply import active as active_specs
 from dnnc.specs.apply import apply_specs, mark_configs
-from dnnc.specs.facts import cudnn_prefixes, mark_sites
+from dnnc.specs.facts import cudnn_roots, mark_sites
 
 log = logging.getLogger("dnnc.partition")
 
@@ -88,7 +88,7 @@ class Partition(ParamPass):
                 record, chosen, configs = replace(self, policy=winner).decide(block, params) or (record, chosen, configs)
                 record["policy"] = "auto"
             record["programs"] = programs
-        mark_sites(chosen, cudnn_prefixes(enumerate_candidates(graph_nodes(block), ("cudnn",), "auto")))
+        mark_sites(chosen, cudnn_roots(graph_nodes(block)))
         realize(chosen)
         mark_configs(configs)
         return record
@@ -107,11 +107,8 @@ class Partition(ParamPass):
         priced, pricing = price(candidates, params, peaks)
         specs = active_specs()
         applied = apply_specs(priced, specs[0]) if specs is not None else None
-        complete = False
         if applied is not None:
-            roots = cudnn_prefixes(priced)
-            complete = bool(roots) and set(roots) <= set(applied.by_root)
-            measured = measured and not complete  # the specs are the measured outcome: nothing left to time
+            measured = measured and not applied.complete  # the specs are the measured outcome: nothing left to time
             priced = applied.candidates
             recost(priced, pricing)  # times the specs recorded price their groups and calibrate the estimates
         preds = node_preds(nodes)
@@ -128,7 +125,7 @@ class Partition(ParamPass):
                 "fingerprint": specs[1],
                 "warnings": warnings,
                 "records": len(specs[0].records),
-                "complete": complete,
+                "complete": applied.complete,
             }
         return record, chosen, applied.configs if applied is not None else {}
 

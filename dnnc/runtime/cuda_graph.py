@@ -12,10 +12,12 @@ buffers, a benchmark) gets, from the second such call on, a graph captured on
 those tensors' own memory: no input copies at all. Such a graph is keyed by each
 input's address, shape, strides and dtype, which is all a replay reads, so it is
 right for whatever tensor lives there when it is replayed. A few are kept
-(``DIRECT_GRAPHS``), the least recently used dropped first. A program that cannot be captured (a stopgap op that
-synchronizes, say) runs uncaptured from then on, with a warning. A call made while
-the caller is capturing its own CUDA graph runs the kernels uncaptured by us, so
-they land in the caller's graph (no graph launched inside a capture).
+(``DIRECT_GRAPHS``), the least recently used dropped first.
+
+A program that cannot be captured (a stopgap op that synchronizes, say) runs
+uncaptured from then on, with a warning. A call made while the caller is capturing
+its own CUDA graph runs the kernels uncaptured by us, so they land in the caller's
+graph (no graph launched inside a capture).
 """
 
 from __future__ import annotations

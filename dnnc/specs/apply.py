@@ -45,6 +45,8 @@ class Applied:
     configs: dict[Operation, dict[str, int]] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     """Decisions the policy cannot follow (Triton under ``cudnn-only``)."""
+    complete: bool = False
+    """A record decided every cuDNN-rootable group (nothing is left to measure)."""
 
     def source_of(self, c: Candidate) -> str | None:
         for op in c.ops:
@@ -69,6 +71,12 @@ def configured_libraries(defaults: Path = DEFAULTS) -> list[tuple[str, Library]]
     if settings.tuning_spec_defaults and defaults.is_dir():
         out += [(default_layer(lib), lib) for lib in load_library(defaults)]
     return out
+
+
+def only_specs(paths: str) -> dict[str, object]:
+    """Knob settings under which exactly the specs at ``paths`` (the OS path
+    separator between them; empty: none) are in force, as the user layer."""
+    return {"tuning_specs": paths, "tuning_spec_path": "", "tuning_spec_defaults": False}
 
 
 def default_layer(lib: Library) -> str:
@@ -96,7 +104,8 @@ def active() -> tuple[Resolved, str] | None:
 def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
     dropped: set[int] = set()
     applied = Applied([])
-    for root, cands in cudnn_prefixes(candidates).items():
+    roots = cudnn_prefixes(candidates)
+    for root, cands in roots.items():
         found = first_match(resolved.records, cands)
         if found is None:
             continue
@@ -124,6 +133,7 @@ def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
             if record.decision.config:
                 applied.configs[root] = dict(record.decision.config)
     applied.candidates = [c for c in candidates if id(c) not in dropped]
+    applied.complete = bool(roots) and set(roots) <= set(applied.by_root)
     return applied
 
 

@@ -7,14 +7,14 @@ root's input, weight and output shapes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
-from dnnc.backends.interface import SITE_ATTR
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of
 from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
@@ -59,11 +59,17 @@ def cudnn_prefixes(candidates: Sequence[Candidate]) -> dict[Operation, list[Cand
     return {root: sorted(cands, key=lambda c: -len(c.ops)) for root, cands in by_root.items()}
 
 
+def cudnn_roots(nodes: Sequence[Operation]) -> dict[Operation, list[Candidate]]:
+    """Every op cuDNN could root among ``nodes``, with its prefixes (whatever the policy
+    or the backends asked for: sites are where specs speak, not what a compile uses)."""
+    return cudnn_prefixes(enumerate_candidates(nodes, ("cudnn",), "auto"))
+
+
 def sites(program: Program) -> list[Site]:
     """Every cuDNN root of the program's entry block, in program order."""
     nodes = graph_nodes(program.entry.body.block)
     order = {op: i for i, op in enumerate(nodes)}
-    by_root = cudnn_prefixes(enumerate_candidates(nodes, ("cudnn",), "auto"))
+    by_root = cudnn_roots(nodes)
     return [Site(root, order[root], tuple(by_root[root])) for root in sorted(by_root, key=order.__getitem__)]
 
 
@@ -86,6 +92,23 @@ def parse_site(text: str) -> tuple[GroupFacts, int]:
     data: dict[str, Any] = json.loads(text)
     shapes = {k: tuple(data[k]) for k in ("input", "weight", "output") if k in data}
     return GroupFacts(data["kind"], data["dtype"], shapes), int(data["group"])
+
+
+def marked_sites(program: Program) -> Iterator[tuple[Operation, GroupFacts, int]]:
+    """The sites ``mark_sites`` left in a lowered program, in program order: the
+    ``cudnn.graph`` or Triton ``tcp.isolated_group`` holding each, its facts and its
+    decision group."""
+    from dnnc.ir import cudnn, tcp
+
+    for op in program.entry.body.block.ops:
+        if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
+            holders = [op]
+        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
+            holders = [inner for inner in op.body.block.ops if SITE_ATTR in inner.attributes]
+        else:
+            continue
+        for holder in holders:
+            yield (op, *parse_site(holder.attributes[SITE_ATTR].data))  # type: ignore[attr-defined]
 
 
 def mark_sites(chosen: Sequence[Candidate], prefixes: Mapping[Operation, Sequence[Candidate]]) -> None:

@@ -18,10 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
-from dnnc.specs.facts import parse_site
+from dnnc.specs.facts import marked_sites
 
 
 @dataclass(frozen=True)
@@ -47,25 +46,17 @@ def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
     groups = json.loads(program.entry.attributes[DECISIONS_ATTR].data).get("groups", [])  # type: ignore[attr-defined]
     run_passes(program, parse_passes(PARTITIONED))
     verdicts = []
-    for op in program.entry.body.block.ops:
-        if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
-            marked = [op]
-        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
-            marked = [inner for inner in op.body.block.ops if SITE_ATTR in inner.attributes]
-        else:
-            continue
-        for holder in marked:
-            facts, number = parse_site(holder.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
-            source = groups[number].get("spec") if number < len(groups) else None
-            if not source:
-                continue  # the cost model decided this group
-            where = f"{facts.kind} {'x'.join(map(str, facts.shapes.get('input', ())))}"
-            try:
-                detail = _check_graph(op, on_gpu) if isinstance(op, cudnn.GraphOp) else _check_kernel(op, on_gpu)
-                verdicts.append(Verdict(where, source, True, detail))
-            except Exception as e:  # every way a decision can fail is reported, not raised
-                first = str(e).splitlines()[0] if str(e) else ""
-                verdicts.append(Verdict(where, source, False, f"{type(e).__name__}: {first}"))
+    for op, facts, number in marked_sites(program):
+        source = groups[number].get("spec") if number < len(groups) else None
+        if not source:
+            continue  # the cost model decided this group
+        where = f"{facts.kind} {'x'.join(map(str, facts.shapes.get('input', ())))}"
+        try:
+            detail = _check_graph(op, on_gpu) if isinstance(op, cudnn.GraphOp) else _check_kernel(op, on_gpu)
+            verdicts.append(Verdict(where, source, True, detail))
+        except Exception as e:  # every way a decision can fail is reported, not raised
+            first = str(e).splitlines()[0] if str(e) else ""
+            verdicts.append(Verdict(where, source, False, f"{type(e).__name__}: {first}"))
     return verdicts
 
 

@@ -23,11 +23,11 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from xdsl.ir import Operation
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
 from dnnc.errors import DnncError
-from dnnc.ir import cudnn, tcp
+from dnnc.ir import cudnn
 from dnnc.ir.program import Program
-from dnnc.specs.facts import parse_site
+from dnnc.specs.apply import only_specs
+from dnnc.specs.facts import marked_sites
 from dnnc.specs.format import Decision, Record, Target
 from dnnc.specs.match import GroupFacts, parse_matcher
 from dnnc.specs.write import library_toml
@@ -36,7 +36,7 @@ _TAG = re.compile(r"eng\d+(_k\d+=-?\d+)*")
 
 
 @dataclass(frozen=True)
-class Site:
+class BuiltSite:
     """One marked site of a built program and the decision it got."""
 
     facts: GroupFacts
@@ -48,24 +48,26 @@ class Site:
     """The chosen plan's or config's own time where it was tuned, else None."""
 
 
-def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None) -> list[Site]:
+def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None) -> list[BuiltSite]:
     """The marked sites of ``program`` in program order; ``kernels``: the built kernel
     of each Triton group op (its config is the decision)."""
-    found: list[Site] = []
-    for op in program.entry.body.block.ops:
-        if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
-            facts, group = parse_site(op.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
+    found: list[BuiltSite] = []
+    for op, facts, group in marked_sites(program):
+        if isinstance(op, cudnn.GraphOp):
             plan = json.loads(op.plan.data) if op.plan is not None else None
-            found.append(Site(facts, group, _cudnn_decision(plan), (plan or {}).get("ms")))
-        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
+            found.append(BuiltSite(facts, group, _cudnn_decision(plan), (plan or {}).get("ms")))
+        else:
             kernel = (kernels or {}).get(op)
             config = dict(getattr(kernel, "config", None) or {})
-            for inner in op.body.block.ops:
-                if SITE_ATTR in inner.attributes:
-                    facts, group = parse_site(inner.attributes[SITE_ATTR].data)  # type: ignore[attr-defined]
-                    decision = Decision("triton", config=config) if config else None
-                    found.append(Site(facts, group, decision, getattr(kernel, "tuned_ms", None)))
+            decision = Decision("triton", config=config) if config else None
+            found.append(BuiltSite(facts, group, decision, getattr(kernel, "tuned_ms", None)))
     return found
+
+
+def sites_of(compiled: Any) -> list[BuiltSite]:
+    """``built_sites`` of a ``CompiledModule`` built on the GPU, with its kernels."""
+    kernels = {step.op: step.kernel for step in compiled._executor.steps if step.kernel is not None}
+    return built_sites(compiled.program, kernels)
 
 
 def _cudnn_decision(plan: Mapping[str, Any] | None) -> Decision:
@@ -87,7 +89,7 @@ class Tuned:
 
 
 def records_from(
-    sites: Sequence[Site],
+    sites: Sequence[BuiltSite],
     decisions: Mapping[str, Any] | None,
     target: Target,
     versions: Mapping[str, str],
@@ -140,20 +142,20 @@ def _match_table(facts: GroupFacts) -> dict[str, object]:
 
 def _ranges(decision: Decision, versions: Mapping[str, str]) -> dict[str, SpecifierSet]:
     """Engine ids and knobs hold within one cuDNN minor release; configs within one
-    Triton major release."""
-    library = "cudnn" if decision.backend == "cudnn" and decision.engine is not None else "triton"
+    Triton major release; a bare backend choice for any version."""
     if decision.backend == "cudnn" and decision.engine is None:
         return {}
+    library = decision.backend
     found = versions.get(library)
     if not found:
         return {}
-    parts = [int(p) for p in re.findall(r"\d+", found)[:2]] + [0]
+    major, minor = ([int(p) for p in re.findall(r"\d+", found)[:2]] + [0])[:2]
     if library == "cudnn":
-        return {"cudnn": SpecifierSet(f">={parts[0]}.{parts[1]},<{parts[0]}.{parts[1] + 1}")}
-    return {"triton": SpecifierSet(f">={parts[0]}.0,<{parts[0] + 1}")}
+        return {"cudnn": SpecifierSet(f">={major}.{minor},<{major}.{minor + 1}")}
+    return {"triton": SpecifierSet(f">={major}.0,<{major + 1}")}
 
 
-def _times(site: Site, group: Mapping[str, Any]) -> dict[str, Any]:
+def _times(site: BuiltSite, group: Mapping[str, Any]) -> dict[str, Any]:
     """The group's measured time, the best measured way the other backend ran the same
     ops' root, and the kernel's own tuned time."""
     out: dict[str, Any] = {}
@@ -216,15 +218,12 @@ def tune(module: Any, inputs: Sequence[Any], sku: bool = False) -> TuneRun:
     if device.arch is None:
         raise DnncError("dnnc tune measures on a GPU, and none is visible here")
     started = time.perf_counter()
-    with knobs.override(partition="auto", measure=True, tuning_specs="", tuning_spec_path="", tuning_spec_defaults=False):
+    with knobs.override(partition="auto", measure=True, **only_specs("")):
         compiled = dnnc.compile(module, inputs, device="cuda")
     seconds = time.perf_counter() - started
-    kernels = {s.op: s.kernel for s in compiled._executor.steps if s.kernel is not None}
     target = Target(device.arch, device.name if sku else None)
     provenance = default_provenance(device.name, {**library_versions(), **device.versions})
-    tuned = records_from(
-        built_sites(compiled.program, kernels), compiled.program.metadata.get("decisions"), target, device.versions, provenance
-    )
+    tuned = records_from(sites_of(compiled), compiled.program.metadata.get("decisions"), target, device.versions, provenance)
     return TuneRun(compiled, tuned, seconds, device)
 
 
@@ -237,9 +236,7 @@ def reproduce(module: Any, inputs: Sequence[Any], spec: str, cache_dir: Any) -> 
     from dnnc import knobs
 
     started = time.perf_counter()
-    with knobs.override(
-        partition="auto", tuning_specs=spec, tuning_spec_path="", tuning_spec_defaults=False, cache_dir=cache_dir
-    ):
+    with knobs.override(partition="auto", cache_dir=cache_dir, **only_specs(spec)):
         compiled = dnnc.compile(module, inputs, device="cuda")
     return compiled, time.perf_counter() - started
 
@@ -276,10 +273,10 @@ def compare_groups(tuned: Mapping[str, Any], applied: Mapping[str, Any]) -> Grou
     return GroupComparison(sorted(a - b, key=lambda g: g[2]), sorted(b - a, key=lambda g: g[2]))
 
 
-def decision_differences(tuned: Sequence[Site], applied: Sequence[Site]) -> list[str]:
+def decision_differences(tuned: Sequence[BuiltSite], applied: Sequence[BuiltSite]) -> list[str]:
     """Sites decided differently (plan, config or backend) in two built programs."""
 
-    def described(sites: Sequence[Site]) -> dict[str, set[str]]:
+    def described(sites: Sequence[BuiltSite]) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
         for s in sites:
             out.setdefault(_label(s.facts), set()).add(s.decision.describe() if s.decision else "triton (config unknown)")

@@ -26,7 +26,7 @@ from dnnc.pipeline import PARTITIONED, run_passes
 from dnnc.specs.format import Decision, Target, load_library
 from dnnc.specs.match import GroupFacts
 from dnnc.specs.tune import (
-    Site,
+    BuiltSite,
     built_sites,
     compare_groups,
     decision_differences,
@@ -69,7 +69,7 @@ def _built(policy: str, spec: Path | None = None):
     return program, record, kernels
 
 
-def _spec(tmp_path: Path, program, record, kernels) -> tuple[Path, list[Site]]:
+def _spec(tmp_path: Path, program, record, kernels) -> tuple[Path, list[BuiltSite]]:
     sites = built_sites(program, kernels)
     tuned = records_from(sites, record, Target("sm_90"), VERSIONS, {"by": "dnnc tune", "date": "2026-11-22"})
     assert not tuned.conflicts and not tuned.skipped
@@ -123,7 +123,11 @@ def test_identical_sites_decided_differently_are_reported() -> None:
     facts = GroupFacts("conv_bias_relu", "f16", {"input": (1, 64, 56, 56), "weight": (64, 64, 3, 3), "output": (1, 64, 56, 56)})
     a, b = Decision("cudnn", 1, {}, None), Decision("cudnn", 2, {}, None)
     tuned = records_from(
-        [Site(facts, 0, a), Site(facts, 1, a), Site(facts, 2, b), Site(facts, 3, None)], None, Target("sm_90"), {}, {}
+        [BuiltSite(facts, 0, a), BuiltSite(facts, 1, a), BuiltSite(facts, 2, b), BuiltSite(facts, 3, None)],
+        None,
+        Target("sm_90"),
+        {},
+        {},
     )
     assert len(tuned.records) == 1 and tuned.records[0].decision == a
     assert tuned.conflicts == [
@@ -144,7 +148,7 @@ def test_measured_times_become_provenance() -> None:
             {"backend": "cudnn", "measured_ms": 0.011},
         ],
     }
-    tuned = records_from([Site(facts, 0, Decision("cudnn"))], {"groups": [group]}, Target("sm_90"), VERSIONS, {})
+    tuned = records_from([BuiltSite(facts, 0, Decision("cudnn"))], {"groups": [group]}, Target("sm_90"), VERSIONS, {})
     assert tuned.records[0].provenance == {"measured_ms": 0.0101, "baseline_ms": 0.015}
     assert not tuned.records[0].versions, "a cuDNN decision without a plan holds for any cuDNN"
 
