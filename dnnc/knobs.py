@@ -71,7 +71,7 @@ class Knobs:
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
-    compile_workers: int = min(8, os.cpu_count() or 1)
+    compile_workers: int = min(16, os.cpu_count() or 1)
     """Processes that compile the Triton configs an autotuned group tries, side by side
     (through the kernel cache, so ``cache`` must be on); 0 or 1 compiles in this process.
     (DNNC_COMPILE_WORKERS)"""

@@ -15,8 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 
-def device_time_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5) -> float:
-    """Median GPU milliseconds of one ``fn()`` call."""
+def device_time_ms(
+    fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5, give_up_above_ms: float | None = None
+) -> float:
+    """Median GPU milliseconds of one ``fn()`` call.
+
+    ``give_up_above_ms``: when one plain call already takes longer, that call's time
+    is returned without capturing. A candidate known to lose is not worth the capture,
+    which can cost seconds: a cuDNN engine that runs a grouped convolution as one
+    launch per group puts thousands of nodes into the graph."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -24,7 +31,14 @@ def device_time_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int
     try:
         with torch.cuda.stream(stream):
             fn()  # loads modules and sets up state outside the capture
+            if give_up_above_ms is not None:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
         stream.synchronize()
+        if give_up_above_ms is not None and start.elapsed_time(end) > give_up_above_ms:
+            return start.elapsed_time(end)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(calls_per_graph):

@@ -222,26 +222,63 @@ def test_groups_swapped_between_identical_sites_are_told_apart_from_other_differ
     assert "with the spec only: triton pointwise at [12, 13, 14, 15]" in comparison.lines()
 
 
-@pytest.mark.parametrize("batch", [1, 32])
-def test_shipped_sm90_library_decides_every_resnet50_group(batch: int) -> None:
-    """The shipped sm_90 library (written by dnnc tune on an H100) parses, and one of
-    its records applies at every cuDNN-rootable group of ResNet-50 fp16 at the batch
-    sizes it was tuned for, so such a compile measures nothing."""
-    from dnnc.models import FACTORIES
-    from dnnc.pipeline import to_canonical_tcp
-    from dnnc.specs import resolve
+SHIPPED_SM90 = {
+    "sm_90-resnet50.toml": 83,
+    "sm_90-mobilenet_v2.toml": 31,
+    "sm_90-gpt2.toml": 8,
+    "sm_90-bert.toml": 13,
+}
+"""The shipped sm_90 libraries and their record counts."""
+
+
+def _shipped_sm90() -> list:
     from dnnc.specs.apply import DEFAULTS, default_layer
-    from dnnc.specs.facts import first_match, sites
+
+    return [(default_layer(lib), lib) for lib in load_library(DEFAULTS)]
+
+
+def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
+    """The shipped libraries (written by dnnc tune on an H100) parse as arch-layer
+    libraries, resolve without warnings on sm_90, give nothing to other architectures,
+    and give up their cuDNN engine ids under another cuDNN minor release."""
+    from dnnc.specs import resolve
     from dnnc.specs.library import Device
 
-    libraries = [(default_layer(lib), lib) for lib in load_library(DEFAULTS)]
-    assert [(layer, Path(lib.path).name) for layer, lib in libraries] == [("arch", "sm_90-resnet50.toml")]
+    libraries = _shipped_sm90()
+    assert sorted((layer, Path(lib.path).name) for layer, lib in libraries) == sorted(("arch", n) for n in SHIPPED_SM90)
     resolved = resolve(libraries, Device("sm_90", "NVIDIA H200", VERSIONS))
-    assert not resolved.warnings and len(resolved.records) == 56
-    model, (x,) = FACTORIES["resnet50"](batch=batch)
-    program = to_canonical_tcp(model.half().eval(), (x.half(),))
-    found = sites(program)
-    assert len(found) == 54 and all(first_match(resolved.records, s.prefixes) is not None for s in found)
+    assert not resolved.warnings and len(resolved.records) == sum(SHIPPED_SM90.values())
     assert not resolve(libraries, Device("sm_80", "NVIDIA A100", VERSIONS)).records, "not for other architectures"
     newer = resolve(libraries, Device("sm_90", "NVIDIA H100", {"cudnn": "9.20.0", "triton": "3.6.0"}))
     assert all(r.decision.backend == "triton" for r in newer.records) and newer.warnings, "engine ids hold for cuDNN 9.19"
+
+
+@pytest.mark.parametrize(
+    ("factory", "args"),
+    [
+        ("resnet50", {"batch": 1}),
+        ("resnet50", {"batch": 32}),
+        ("resnet50", {"batch": 128}),
+        ("conv_block", {"batch": 1}),
+        ("mobilenet_v2", {"batch": 32}),
+        ("gpt2_block", {}),
+        ("bert_layer", {"batch": 8, "seq": 128}),
+        ("bert_layer", {"batch": 8, "seq": 512}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}{x}" for k, x in v.items()),
+)
+def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict) -> None:
+    """One record applies at every cuDNN-rootable group of each fp16 model the
+    benchmark suite compiles on sm_90, so those compiles measure nothing."""
+    from dnnc.models import FACTORIES
+    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.specs import resolve
+    from dnnc.specs.facts import first_match, sites
+    from dnnc.specs.library import Device
+
+    resolved = resolve(_shipped_sm90(), Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))
+    model, inputs = FACTORIES[factory](**args)
+    program = to_canonical_tcp(model.half().eval(), tuple(x.half() if x.is_floating_point() else x for x in inputs))
+    found = sites(program)
+    undecided = [s.prefixes[0] for s in found if first_match(resolved.records, s.prefixes) is None]
+    assert found and not undecided, undecided

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from xdsl.dialects.builtin import StringAttr
 
 from dnnc import knobs
 from dnnc.backends.cudnn.signature import graph_signature
@@ -41,6 +43,13 @@ log = logging.getLogger("dnnc.cudnn")
 MAX_TIMED_PLANS = 8
 """At most this many ranked plans are built and timed per graph (the heuristics'
 best first; the partitioner tunes every cuDNN candidate, so this bounds compile time)."""
+
+
+LOSING_FACTOR = 4.0
+LAUNCH_SLACK_MS = 0.05
+"""A plan whose one plain call takes longer than ``LOSING_FACTOR`` times the best
+plan so far (plus ``LAUNCH_SLACK_MS`` for the launch a plain call includes) loses
+without being captured and replayed (see ``device_time_ms``)."""
 
 
 class GraphUnsupported(DnncError):
@@ -300,21 +309,29 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
         pack = (*ins, *outs, *(t for _, t in b.extra))
         uids = (*b.uids, *(u for u, _ in b.extra))
     best, best_ms, timed = None, None, 0
+    what = _describe(op)
     for i in range(count):
+        started = time.perf_counter()
         try:
             g.build_plan_at_index(i)
         except Exception as e:  # unsupported here: the next one
-            log.debug("cudnn: plan %d does not build: %s", i, e)
+            log.debug("cudnn: %s: plan %d does not build: %s", what, i, e)
             continue
+        built_s = time.perf_counter() - started
         if not tune:
             best = i
             break
+        log.debug("cudnn: %s: plan %d (%s) built in %.2f s; timing it", what, i, _plan_name(g, i), built_s)
         try:
             ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
-            ms = device_time_ms(lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids))
+            ms = device_time_ms(
+                lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids),
+                give_up_above_ms=None if best_ms is None else LOSING_FACTOR * best_ms + LAUNCH_SLACK_MS,
+            )
         except Exception as e:  # a plan that fails to run is skipped, not fatal
-            log.debug("cudnn: plan %d failed: %s", i, e)
+            log.debug("cudnn: %s: plan %d failed: %s", what, i, e)
             continue
+        log.debug("cudnn: %s: plan %d runs in %.4f ms", what, i, ms)
         timed += 1
         if best_ms is None or ms < best_ms:
             best, best_ms = i, ms
@@ -328,6 +345,13 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
     ws = torch.empty(max(g.get_workspace_size_plan_at_index(best), 1), dtype=torch.uint8, device=device)
     op.plan = str_attr(record.to_json())
     return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+
+
+def _describe(op: dialect.GraphOp) -> str:
+    """The graph's kind and operand shapes, for the debug log."""
+    kind = op.attributes.get("kind")
+    shapes = " ".join("x".join(map(str, shape_of(v.type))) for v in op.inputs)
+    return f"{kind.data if isinstance(kind, StringAttr) else 'graph'} ({shapes})"
 
 
 def _execute_plan(cudnn: Any, g: Any, handle: Any, pack: tuple, ws: torch.Tensor, index: int, uids: tuple) -> None:

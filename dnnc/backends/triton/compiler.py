@@ -17,14 +17,11 @@ metadata_group, hash)``, ``kernel[grid](*args)``) have these forms since Triton 
 
 from __future__ import annotations
 
-import atexit
 import base64
-import concurrent.futures
 import functools
 import hashlib
 import importlib.util
 import logging
-import multiprocessing
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -37,6 +34,7 @@ from triton.compiler import ASTSource
 
 from dnnc import knobs
 from dnnc.backends.triton.kernels import KernelSource
+from dnnc.backends.triton.workers import WorkerPool
 from dnnc.cache import ContentCache, content_key
 
 log = logging.getLogger("dnnc.triton")
@@ -172,7 +170,7 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
     """Compile the ``sources`` not yet in the kernel cache side by side in worker
     processes (``knobs.compile_workers``), so the ``compile_for`` calls that follow
     load them from the cache. ``triton.compile`` holds the GIL for most of its work,
-    hence processes; they compile for an explicit target and never touch the GPU.
+    hence processes (``workers``); they compile for an explicit target and never touch the GPU.
     A source that fails here is left to ``compile_for``, which reports the error.
     Returns how many were compiled."""
     settings = knobs.get()
@@ -184,17 +182,13 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
         return sum(_workers(settings.compile_workers).map(_compile_job, jobs))
     except Exception as e:  # a pool that broke only costs time: compile_for compiles here
         log.info("triton: parallel compile failed (%s: %s); compiling in this process", type(e).__name__, e)
-        _workers.cache_clear()
         return 0
 
 
 @functools.cache
-def _workers(count: int) -> concurrent.futures.ProcessPoolExecutor:
-    """One pool per process, started on first use (spawned: the parent may hold a CUDA context).
-    Shut down at exit, before the interpreter tears its modules down under the pool's threads."""
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
-    atexit.register(pool.shutdown, wait=True, cancel_futures=True)
-    return pool
+def _workers(count: int) -> WorkerPool:
+    """One pool per process, its workers started on first use and kept."""
+    return WorkerPool(count)
 
 
 def _compile_job(job: tuple[KernelSource, GPUTarget, Path]) -> int:

@@ -1,0 +1,147 @@
+"""Long-lived worker processes that compile Triton kernels side by side.
+
+Each worker is ``python -m dnnc.backends.triton.workers``, started with
+``subprocess`` rather than ``multiprocessing``: a multiprocessing child started by
+spawn (the only safe start method once the parent holds a CUDA context) imports the
+user's main script again, and a script without an ``if __name__ == "__main__"``
+guard would run its whole compile once per worker, each of which starts workers of
+its own. These children import only dnnc and Triton and never touch the GPU.
+
+Protocol: the parent writes one pickled job to a worker's stdin and reads one
+pickled reply from its stdout (the worker's own stdout is moved to stderr, so what
+Triton prints never corrupts the stream). The jobs of one ``map`` are handed out
+as workers free up. A worker that dies or answers garbage breaks the pool:
+``map`` raises ``PoolBroken`` and the pool starts fresh workers next time; a job
+that raises is reported by ``map`` and the workers stay.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+"""The directory holding the ``dnnc`` package, so workers import this same copy."""
+
+
+class PoolBroken(RuntimeError):
+    """A worker exited or its reply could not be read."""
+
+
+class _Worker:
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dnnc.backends.triton.workers"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    def call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            pickle.dump((fn, arg), self.proc.stdin)
+            self.proc.stdin.flush()
+            ok, value = pickle.load(self.proc.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError) as e:
+            raise PoolBroken(f"compile worker {self.proc.pid} stopped answering ({type(e).__name__}: {e})") from None
+        if not ok:
+            raise RuntimeError(f"compile worker {self.proc.pid}: {value}")
+        return value
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()  # the worker's loop ends at end of input
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+class WorkerPool:
+    """``count`` workers, started on the first ``map`` and kept for the next ones."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self._workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def map(self, fn: Callable[[Any], Any], args: Sequence[Any]) -> list[Any]:
+        """``[fn(a) for a in args]``, computed in the workers. ``fn`` must be a
+        module-level function (it is pickled by name)."""
+        with self._lock:
+            if not self._workers:
+                self._workers = [_Worker() for _ in range(self.count)]
+            pending = collections.deque(enumerate(args))
+            results: list[Any] = [None] * len(args)
+            errors: list[Exception] = []
+            take = threading.Lock()
+
+            def drive(worker: _Worker) -> None:
+                while not errors:
+                    with take:
+                        if not pending:
+                            return
+                        index, arg = pending.popleft()
+                    try:
+                        results[index] = worker.call(fn, arg)
+                    except Exception as e:
+                        errors.append(e)
+
+            threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in self._workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if any(isinstance(e, PoolBroken) for e in errors):
+                self._close_workers()
+            if errors:
+                raise errors[0]
+            return results
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_workers()
+
+    def _close_workers(self) -> None:
+        for worker in self._workers:
+            worker.close()
+        self._workers = []
+
+
+def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
+    """Answer jobs until the parent closes our stdin."""
+    while True:
+        try:
+            fn, arg = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            reply = (True, fn(arg))
+        except Exception as e:  # the job's own failure is the job's answer, not the pool's
+            reply = (False, f"{type(e).__name__}: {e}")
+        pickle.dump(reply, replies)
+        replies.flush()
+
+
+def main() -> None:
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr, never into the replies
+    _serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main()

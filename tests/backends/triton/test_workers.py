@@ -1,0 +1,66 @@
+"""The compile worker pool: results in order, a script without a main guard runs
+once (workers never import it), a dead worker breaks the pool only until the next
+``map``, and a job that raises is reported without losing the workers."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dnnc.backends.triton.workers import PoolBroken, WorkerPool
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def pool():
+    p = WorkerPool(2)
+    yield p
+    p.close()
+
+
+def test_results_come_back_in_order(pool: WorkerPool) -> None:
+    args = list(range(12))
+    assert pool.map(math.factorial, args) == [math.factorial(a) for a in args]
+
+
+def test_an_unguarded_script_runs_once(tmp_path: Path) -> None:
+    marks = tmp_path / "marks.txt"
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import math
+            from dnnc.backends.triton.workers import WorkerPool
+            with open({str(marks)!r}, "a") as f:
+                f.write("ran\\n")
+            print(sum(WorkerPool(2).map(math.factorial, [3, 4, 5])))
+            """
+        )
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "150"
+    assert marks.read_text().count("ran") == 1, "a worker ran the user's script"
+
+
+def test_a_dead_worker_breaks_the_pool_until_the_next_map(pool: WorkerPool) -> None:
+    with pytest.raises(PoolBroken, match="stopped answering"):
+        pool.map(os._exit, [3, 3])
+    assert pool.map(math.factorial, [4, 5]) == [24, 120]
+
+
+def test_a_job_that_raises_keeps_the_workers(pool: WorkerPool) -> None:
+    assert pool.map(math.factorial, [1, 2]) == [1, 2]
+    pids = [w.proc.pid for w in pool._workers]
+    with pytest.raises(RuntimeError, match="ValueError"):
+        pool.map(math.factorial, [-1])
+    assert [w.proc.pid for w in pool._workers] == pids
+    assert pool.map(math.factorial, [3]) == [6]
