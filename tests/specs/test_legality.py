@@ -16,6 +16,7 @@ from dnnc import knobs
 from dnnc.cli import main
 from dnnc.specs.legality import check_decisions
 from tests.partition.test_partition_cpu import block_program
+from tests.specs.benchmarked import each_benchmarked_model, fp16_program
 
 GOOD = """\
 schema = 1
@@ -82,30 +83,13 @@ def test_on_a_gpu_engines_are_built_and_kernels_compiled(tmp_path: Path) -> None
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(
-    ("factory", "args"),
-    [
-        ("resnet50", {"batch": 1}),
-        ("resnet50", {"batch": 32}),
-        ("resnet50", {"batch": 128}),
-        ("mobilenet_v2", {"batch": 32}),
-        ("gpt2_block", {}),
-        ("bert_layer", {"batch": 8, "seq": 128}),
-        ("bert_layer", {"batch": 8, "seq": 512}),
-    ],
-    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}{x}" for k, x in v.items()),
-)
+@each_benchmarked_model
 def test_the_shipped_library_can_be_carried_out_here(factory: str, args: dict) -> None:
     """Every engine and config of the shipped sm_90 libraries builds for the group it
     decides in each benchmarked model (on sm_90 with the cuDNN it was tuned with; else
     nothing applies)."""
     if not torch.cuda.is_available():
         pytest.skip("needs an NVIDIA GPU")
-    from dnnc.models import FACTORIES
-    from dnnc.pipeline import to_canonical_tcp
-
-    model, inputs = FACTORIES[factory](**args)
-    program = to_canonical_tcp(model.half().eval(), tuple(x.half() if x.is_floating_point() else x for x in inputs))
     with knobs.override(tuning_specs="", tuning_spec_defaults=True, measure=False):
-        verdicts = check_decisions(program, on_gpu=True)
+        verdicts = check_decisions(fp16_program(factory, args), on_gpu=True)
     assert verdicts and all(v.ok for v in verdicts), [v.text() for v in verdicts if not v.ok]

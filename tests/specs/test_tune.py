@@ -34,6 +34,7 @@ from dnnc.specs.tune import (
     spec_text,
 )
 from tests.partition.test_partition_cpu import block_program, partitioned
+from tests.specs.benchmarked import each_benchmarked_model, fp16_program
 
 PLAN = {"engine": 5, "knobs": {"SPLIT_K": 1}, "name": "eng5_k3=1", "ms": 0.0123, "timed": 8}
 CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
@@ -253,32 +254,15 @@ def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
     assert all(r.decision.backend == "triton" for r in newer.records) and newer.warnings, "engine ids hold for cuDNN 9.19"
 
 
-@pytest.mark.parametrize(
-    ("factory", "args"),
-    [
-        ("resnet50", {"batch": 1}),
-        ("resnet50", {"batch": 32}),
-        ("resnet50", {"batch": 128}),
-        ("conv_block", {"batch": 1}),
-        ("mobilenet_v2", {"batch": 32}),
-        ("gpt2_block", {}),
-        ("bert_layer", {"batch": 8, "seq": 128}),
-        ("bert_layer", {"batch": 8, "seq": 512}),
-    ],
-    ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}{x}" for k, x in v.items()),
-)
+@each_benchmarked_model
 def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict) -> None:
     """One record applies at every cuDNN-rootable group of each fp16 model the
     benchmark suite compiles on sm_90, so those compiles measure nothing."""
-    from dnnc.models import FACTORIES
-    from dnnc.pipeline import to_canonical_tcp
     from dnnc.specs import resolve
     from dnnc.specs.facts import first_match, sites
     from dnnc.specs.library import Device
 
     resolved = resolve(_shipped_sm90(), Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))
-    model, inputs = FACTORIES[factory](**args)
-    program = to_canonical_tcp(model.half().eval(), tuple(x.half() if x.is_floating_point() else x for x in inputs))
-    found = sites(program)
+    found = sites(fp16_program(factory, args))
     undecided = [s.prefixes[0] for s in found if first_match(resolved.records, s.prefixes) is None]
     assert found and not undecided, undecided
