@@ -255,7 +255,7 @@ def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
 
 
 @each_benchmarked_model
-def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict) -> None:
+def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict, site_count: int) -> None:
     """One record applies at every cuDNN-rootable group of each fp16 model the
     benchmark suite compiles on sm_90, so those compiles measure nothing."""
     from dnnc.specs import resolve
@@ -265,4 +265,4 @@ def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(fac
     resolved = resolve(_shipped_sm90(), Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))
     found = sites(fp16_program(factory, args))
     undecided = [s.prefixes[0] for s in found if first_match(resolved.records, s.prefixes) is None]
-    assert found and not undecided, undecided
+    assert len(found) == site_count and not undecided, undecided
