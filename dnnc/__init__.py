@@ -2,10 +2,12 @@
 
 ``dnnc.compile(model, example_inputs)`` returns a callable; ``.save("m.dnnc")``
 writes an artifact that ``dnnc.load("m.dnnc")`` runs without compiling again.
+``dnnc.CustomKernel`` declares a user's CUDA kernel to call inside a model.
 """
 
 from dnnc.api import CompiledModule, compile, explain, load  # noqa: A004
 from dnnc.errors import DnncError
+from dnnc.kernels import Binding, CustomKernel, PushConstant
 from dnnc.version import __version__
 
-__all__ = ["CompiledModule", "DnncError", "__version__", "compile", "explain", "load"]
+__all__ = ["Binding", "CompiledModule", "CustomKernel", "DnncError", "PushConstant", "__version__", "compile", "explain", "load"]

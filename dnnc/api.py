@@ -109,7 +109,7 @@ class CompiledModule:
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
-        from dnnc.artifact.kernels import triton_records
+        from dnnc.artifact.kernels import embed_user_kernels, triton_records
         from dnnc.artifact.store import ArtifactContents, save_artifact
 
         structure = {
@@ -119,11 +119,13 @@ class CompiledModule:
         }
         summary: dict[str, Any] = {"memory_peak_bytes": self.memory_peak_bytes}
         triton: list[dict[str, Any]] = []
+        program, files = self.program, {}
         if self.device == "cuda":
             executor = self._executor
             summary.update(executor.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
             triton = triton_records(executor.steps)  # type: ignore[union-attr]
-        return save_artifact(ArtifactContents(self.program, self.target, structure, triton, summary), path)
+            program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
+        return save_artifact(ArtifactContents(program, self.target, structure, triton, summary, files=files), path)
 
 
 def target_of(device: str) -> str:
@@ -231,7 +233,7 @@ def load(path: str | Path, *, device: str | None = None, cuda_graph: bool | None
     where = runtime_device(contents.target, device, Path(path))
     kernels = None
     if where == "cuda":
-        kernels = RecordedKernels(parse_triton_records(contents.triton, triton_member(contents.target)))
+        kernels = RecordedKernels(parse_triton_records(contents.triton, triton_member(contents.target)), contents.files)
     structure = contents.structure
     try:
         in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))

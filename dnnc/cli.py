@@ -159,6 +159,8 @@ def _print_summary(compiled: Any, output: Path) -> None:
         console.print(f"backend: GPU ({steps}; torch.cuda {torch.cuda.get_device_name()})")
         for f in summary["fallbacks"]:
             console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
+        for name, variant in summary["user_kernels"].items():
+            console.print(f"user kernel {name}: {variant}")
     else:
         console.print(f"backend: CPU reference ({compiled.device})")
     if output.suffix == ".mlir":
@@ -653,6 +655,9 @@ def inspect_command(artifact: Path, as_json: bool) -> None:
     out.print(f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)")
     for f in facts["fallbacks"]:
         out.print(f"fallback: {f['backend']} group {f['kind']}: {f['reason']}")
+    for name, k in facts["user_kernels"].items():
+        ran = f"; ran as {k['ran_as']}" if k["ran_as"] else ""
+        out.print(f"user kernel {name}: objects {', '.join(k['objects']) or 'none'}{ran}")
     decisions = facts["decisions"]
     out.print("decisions: " + (json.dumps(decisions, indent=1) if decisions is not None else "none recorded"))
 
@@ -732,11 +737,13 @@ def _fill_random(program: Program) -> None:
 
 @main.command("ops")
 def ops_command() -> None:
-    """List the tcp ops and the ATen ops the importer accepts."""
+    """List the tcp ops and the ATen ops the importer accepts (user kernels declared in
+    this process appear as ``dnnc_user.<name>``)."""
     from dnnc.frontend.aten import IMPORT_RULES
     from dnnc.ir.tcp import ALL_OPS
 
     out.print("tcp ops: " + ", ".join(op.name for op in ALL_OPS))
+    out.print("extern ops (user kernels): extern.kernel, extern.dispatch")
     out.print("ATen ops: " + ", ".join(sorted(str(t) for t in IMPORT_RULES)))
 
 

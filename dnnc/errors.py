@@ -39,3 +39,13 @@ class BackendUnavailable(DnncError):
 class ArtifactError(DnncError):
     """A ``.dnnc`` artifact that is missing, truncated, corrupt, of another schema
     version, or built for a target it cannot run on here."""
+
+
+class KernelDeclarationError(DnncError):
+    """A user kernel's declaration that is inconsistent in itself, or with its call,
+    its object code (the PTX ``.entry`` or cubin parameters) or the device's limits."""
+
+
+class KernelBuildError(DnncError):
+    """A user kernel that does not compile (nvcc or NVRTC), or whose objects are
+    missing or unreadable."""

@@ -75,6 +75,9 @@ class Knobs:
     """Processes that compile the Triton configs an autotuned group tries, side by side
     (through the kernel cache, so ``cache`` must be on); 0 or 1 compiles in this process.
     (DNNC_COMPILE_WORKERS)"""
+    kernel_compiler: Literal["auto", "nvcc", "nvrtc"] = "auto"
+    """What compiles user kernels' ``.cu`` sources: ``auto`` takes nvcc where it is
+    installed, else NVRTC. (DNNC_KERNEL_COMPILER)"""
 
 
 _ENV = {
@@ -96,6 +99,7 @@ _ENV = {
     "tuning_spec_defaults": "DNNC_TUNING_SPEC_DEFAULTS",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
+    "kernel_compiler": "DNNC_KERNEL_COMPILER",
 }
 _BOOLS = (
     "verify_each_pass",
@@ -111,6 +115,7 @@ _CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "reference_precision": ("float32", "float64"),
     "partition": ("auto", "cudnn-only", "triton-only", "greedy"),
+    "kernel_compiler": ("auto", "nvcc", "nvrtc"),
 }
 
 

@@ -9,18 +9,20 @@ from xdsl.dialects import func
 
 from dnnc.artifact.store import ArtifactContents
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
-from dnnc.ir import cudnn, tcp
+from dnnc.ir import cudnn, extern, tcp
 
 
 def ops_by_backend(contents: ArtifactContents) -> dict[str, int]:
     """Top-level ops of the entry function by who runs them: ``cudnn`` graphs, ``triton``
-    groups, and ``tcp`` ops (reference rules on the CPU, torch ops on the GPU)."""
+    groups, ``extern`` user kernels, and ``tcp`` ops (reference rules on the CPU, torch ops on the GPU)."""
     counts: Counter[str] = Counter()
     for op in contents.program.entry.body.block.ops:
         if isinstance(op, (func.ReturnOp, *tcp.SOURCE_OPS)):
             continue
         if isinstance(op, cudnn.GraphOp):
             counts["cudnn"] += 1
+        elif isinstance(op, extern.DispatchOp):
+            counts["extern"] += 1
         elif isinstance(op, tcp.IsolatedGroupOp):
             counts[group_attr(op, GROUP_BACKEND_ATTR) or "group"] += 1
         else:
@@ -41,5 +43,20 @@ def describe(contents: ArtifactContents) -> dict[str, Any]:
         "memory_peak_bytes": contents.summary.get("memory_peak_bytes"),
         "fallbacks": contents.summary.get("fallbacks", []),
         "device_name": contents.summary.get("device_name"),
+        "user_kernels": user_kernels(contents),
         "decisions": contents.program.metadata.get("decisions"),
     }
+
+
+def user_kernels(contents: ArtifactContents) -> dict[str, Any]:
+    """Each user kernel: its objects (target and kind) and the variant the compiling GPU ran."""
+    ran = contents.summary.get("user_kernels", {})
+    out = {}
+    for op in contents.program.module.ops:
+        if isinstance(op, extern.KernelOp):
+            decl = op.declaration()
+            objects = [f"{t} {p.rsplit('.', 1)[-1]}" for t, p in decl.objects]
+            if decl.source:
+                objects += [f"{a} from {decl.source}" for a in decl.archs]
+            out[op.kernel_name] = {"objects": objects, "ran_as": ran.get(op.kernel_name)}
+    return out

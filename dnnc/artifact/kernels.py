@@ -24,7 +24,7 @@ import torch
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.errors import ArtifactError
-from dnnc.ir import cudnn, tcp
+from dnnc.ir import cudnn, extern, tcp
 
 log = logging.getLogger("dnnc.artifact")
 
@@ -48,6 +48,36 @@ def triton_records(steps: list[Any]) -> list[dict[str, Any]]:
             records.append({"ordinal": ordinal, **record, "grid": list(source.grid)})
         ordinal += 1
     return records
+
+
+def embed_user_kernels(program: Any, steps: list[Any]) -> tuple[Any, dict[str, bytes]]:
+    """The program as an artifact stores it, with its user kernels' objects as members:
+    each ``extern.kernel`` names the members that hold every object it had (built from
+    source or prebuilt), so loading builds nothing. The compiled program is left as is."""
+    from dataclasses import replace
+
+    from dnnc.artifact.store import EXTERN_PREFIX
+    from dnnc.ir.program import Program
+
+    loaded = {s.op.kernel_name: s.kernel.loaded for s in steps if isinstance(s.op, extern.DispatchOp) and s.kernel is not None}
+    if not loaded:
+        return program, {}
+    module = program.module.clone()
+    files: dict[str, bytes] = {}
+    for op in module.ops:
+        if not isinstance(op, extern.KernelOp) or op.kernel_name not in loaded:
+            continue
+        objects = []
+        for obj in loaded[op.kernel_name].objects:
+            name = f"{EXTERN_PREFIX}{op.kernel_name}/{obj.target}.{obj.kind}"
+            if name in files:  # a prebuilt object and a build for one target
+                name = name.replace(f".{obj.kind}", f"-{len(objects)}.{obj.kind}")
+            files[name] = obj.data
+            objects.append((obj.target, name))
+        decl = replace(op.declaration(), source=None, archs=(), flags=(), include_dirs=(), objects=tuple(objects))
+        op.attributes.clear()
+        op.attributes.update(extern.KernelOp(decl).attributes)
+    return Program(module, program.params, program.metadata), files
 
 
 def parse_triton_records(records: Any, member: str) -> dict[int, Any]:
@@ -79,8 +109,20 @@ def parse_triton_records(records: Any, member: str) -> dict[int, Any]:
 class RecordedKernels:
     """A ``KernelSource`` for ``GpuExecutor`` that rebuilds an artifact's choices."""
 
-    def __init__(self, triton_sources: Mapping[int, Any]):
+    def __init__(self, triton_sources: Mapping[int, Any], files: Mapping[str, bytes] | None = None):
         self.triton_sources = dict(triton_sources)
+        self.files = dict(files or {})
+
+    def extern(self, op: extern.DispatchOp, device: torch.device, base: Any) -> GroupKernel:
+        from dnnc.kernels.objects import kernel_objects
+        from dnnc.runtime.gpu_executor import extern_kernel
+
+        def read(name: str) -> bytes:
+            if name not in self.files:
+                raise ArtifactError(f"user kernel {op.kernel_name}: the artifact has no member {name!r}")
+            return self.files[name]
+
+        return extern_kernel(op, device, lambda decl: kernel_objects(decl, read=read))
 
     def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel:
         from dnnc.backends.cudnn import runtime

@@ -3,7 +3,8 @@
 Members (README.md, "Artifacts"): ``manifest.json``, ``program.mlir`` (the IR of
 the final stage, cuDNN plans on their ops), ``params.safetensors``,
 ``metadata.json`` (``Program.metadata`` verbatim, e.g. the partitioner's
-decisions) and, for GPU targets, ``kernels/<target>/triton.json``.
+decisions) and, for GPU targets, ``kernels/<target>/triton.json`` and every user
+kernel's objects under ``kernels/extern/``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ METADATA = "metadata.json"
 REQUIRED = (PROGRAM, PARAMS, METADATA)
 
 
+EXTERN_PREFIX = "kernels/extern/"
+
+
 def triton_member(target: str) -> str:
     return f"kernels/{target}/triton.json"
 
@@ -50,6 +54,9 @@ class ArtifactContents:
     summary: dict[str, Any] = field(default_factory=dict)
     """Facts for ``dnnc inspect``: ``steps`` per backend, ``memory_peak_bytes``, device name."""
     manifest: Manifest | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    """User kernels' objects, by member name (``kernels/extern/<kernel>/<target>.<kind>``);
+    the program's ``extern.kernel`` ops name them."""
 
 
 def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
@@ -63,6 +70,7 @@ def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
     }
     if contents.target != "cpu":
         members[triton_member(contents.target)] = json.dumps(contents.triton, indent=1).encode()
+    members.update(contents.files)
     manifest = {
         "format": FORMAT,
         "schema": SCHEMA_VERSION,
@@ -111,7 +119,8 @@ def read_artifact(path: str | Path) -> ArtifactContents:
     triton = _json(data[triton_member(manifest.target)], triton_member(manifest.target), path) if manifest.target != "cpu" else []
     parse_triton_records(triton, f"{path}:{triton_member(manifest.target)}")  # malformed records fail here, not at load
     summary = manifest.data.get("summary") or {}
-    return ArtifactContents(program, manifest.target, manifest.data["structure"], triton, summary, manifest)
+    files = {name: blob for name, blob in data.items() if name.startswith(EXTERN_PREFIX)}
+    return ArtifactContents(program, manifest.target, manifest.data["structure"], triton, summary, manifest, files)
 
 
 def _module(raw: bytes, path: Path) -> Any:

@@ -45,6 +45,8 @@ class Emitter(TcpBuilder):
         self.values: dict[torch.fx.Node, object] = {}
         self.node: torch.fx.Node | None = None
         self._param_values: dict[str, SSAValue] = {}
+        self.kernels: dict[str, object] = {}
+        """User kernels dispatched so far (``KernelDecl`` by name): declared in the module."""
 
     # Errors ---------------------------------------------------------------------------
 

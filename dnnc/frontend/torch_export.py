@@ -23,6 +23,7 @@ from xdsl.ir import Block, Region, SSAValue
 from dnnc.errors import UnsupportedOpError
 from dnnc.frontend.aten import IGNORED, IMPORT_RULES, bind_args
 from dnnc.frontend.emitter import Emitter, PendingParam
+from dnnc.ir.extern import KernelOp
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
 from dnnc.ir.types import UnsupportedDtypeError, tensor_type
@@ -91,8 +92,8 @@ def import_program(ep: ExportedProgram) -> Program:
 
     block.add_op(func.ReturnOp(*outputs))
     fn = func.FuncOp(ENTRY, (input_types, [v.type for v in outputs]), Region(block))
-    program = Program(ModuleOp([fn]), em.params)
-    return program
+    kernels = [KernelOp(decl) for decl in em.kernels.values()]
+    return Program(ModuleOp([*kernels, fn]), em.params)
 
 
 def _import_call(em: Emitter, node: torch.fx.Node) -> None:

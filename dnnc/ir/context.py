@@ -7,11 +7,12 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 
 from dnnc.ir.cudnn import CUDNN
+from dnnc.ir.extern import EXTERN
 from dnnc.ir.tcp import TCP
 
 
 def make_context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Func, TCP, CUDNN):
+    for dialect in (Builtin, Func, TCP, CUDNN, EXTERN):
         ctx.load_dialect(dialect)
     return ctx

@@ -25,6 +25,9 @@ class Program:
     metadata: dict[str, Any] = field(default_factory=dict)
     """JSON-serialisable facts about how it was compiled (e.g. ``decisions``, the
     partitioner's record); saved with the program in an artifact."""
+    base_dir: Path | None = None
+    """Where relative paths in the IR (user kernels' sources and objects) start: the
+    directory of the IR file it was loaded from; None for the working directory."""
 
     @property
     def entry(self) -> func.FuncOp:
@@ -81,7 +84,7 @@ class Program:
         params_path = Path(params_path) if params_path else params_path_for(ir_path)
         needs_params = any(isinstance(op, ParamOp) for op in module.walk())
         params = ParamStore.load(params_path) if needs_params or params_path.is_file() else ParamStore()
-        program = cls(module, params)
+        program = cls(module, params, base_dir=ir_path.resolve().parent)
         program.verify(str(ir_path))
         return program
 

@@ -35,7 +35,7 @@ from dnnc.backends.cudnn.patterns import accepted_pattern, group_label
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.backends.triton.fusion import fusion_groups
 from dnnc.backends.triton.ops import kind_of
-from dnnc.ir import tcp
+from dnnc.ir import extern, tcp
 from dnnc.ir.analysis import compile_time_values
 from dnnc.partition.cost import boundary_values
 
@@ -108,9 +108,12 @@ def enumerate_candidates(nodes: Sequence[Operation], backends: Sequence[str], po
     index = {op: i for i, op in enumerate(nodes)}
     block = nodes[0].parent_block() if nodes else None
     out: list[Candidate] = []
-    fixed = {i for i, op in enumerate(nodes) if isinstance(op, tcp.IsolatedGroupOp)}
+    fixed = {i for i, op in enumerate(nodes) if isinstance(op, tcp.IsolatedGroupOp | extern.DispatchOp)}
     for i in sorted(fixed):
         op = nodes[i]
+        if isinstance(op, extern.DispatchOp):  # a user kernel runs as the user wrote it
+            out.append(Candidate("extern", op.kernel_name, (op,), frozenset({i}), fixed=True))
+            continue
         out.append(
             Candidate(
                 group_attr(op, GROUP_BACKEND_ATTR) or "torch",

@@ -21,6 +21,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -32,7 +33,8 @@ from xdsl.traits import IsTerminator
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.backends.reference.interpreter import execute
 from dnnc.backends.reference.rules import Value
-from dnnc.ir import cudnn, tcp
+from dnnc.errors import DnncError
+from dnnc.ir import cudnn, extern, tcp
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
@@ -92,6 +94,10 @@ class KernelSource(Protocol):
         """``ordinal``: the group's position among the program's Triton groups."""
         ...
 
+    def extern(self, op: extern.DispatchOp, device: torch.device, base: Path | None) -> GroupKernel:
+        """A user kernel; ``base``: the directory its declaration's relative paths start from."""
+        ...
+
 
 class TunedKernels:
     """Compile time: cuDNN plans tuned (or rebuilt from the plan cache), Triton configs timed."""
@@ -105,6 +111,24 @@ class TunedKernels:
         from dnnc.backends.triton import compile_group
 
         return compile_group(op, device)
+
+    def extern(self, op: extern.DispatchOp, device: torch.device, base: Path | None) -> GroupKernel:
+        from dnnc.kernels.objects import kernel_objects
+
+        return extern_kernel(op, device, lambda decl: kernel_objects(decl, base=base))
+
+
+def extern_kernel(op: extern.DispatchOp, device: torch.device, objects: Callable[[Any], Any]) -> GroupKernel:
+    """The dispatch's kernel loaded on ``device`` (once per declaration and device) with its constants."""
+    from dnnc.kernels.custom import loaded_kernel
+    from dnnc.kernels.runtime import ExternKernel, LoadedKernel
+
+    kernel = op.kernel_op()
+    if kernel is None:
+        raise DnncError(f"extern.dispatch: no extern.kernel @{op.kernel_name} in the module")
+    decl = kernel.declaration()
+    loaded: LoadedKernel = loaded_kernel(decl, device, objects(decl))
+    return ExternKernel(loaded, op.constant_values())
 
 
 Allocate = Callable[[int, "Step"], list[torch.Tensor]]
@@ -150,6 +174,10 @@ class GpuExecutor:
             kernel = self._triton_kernel(op, self._triton_groups)
             self._triton_groups += 1
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
+        if isinstance(op, extern.DispatchOp):
+            if self.device.type != "cuda":
+                return Step(op, "torch")  # its reference implementation, as on the reference backend
+            return Step(op, "extern", self.kernels.extern(op, self.device, self.program.base_dir), specs)
         if isinstance(op, tcp.ReshapeOp):
             return Step(op, "view")  # a row-major reshape moves no data
         return Step(op, "torch")
@@ -226,6 +254,9 @@ class GpuExecutor:
             "torch_ops": dict(stopgap),
             "fallbacks": [f.__dict__ for f in self.fallbacks],
             "cudnn_tuned_ms_total": sum(p.ms for p in tuned if p is not None and p.ms is not None),
+            "user_kernels": {
+                s.op.kernel_name: getattr(s.kernel, "variant", "?") for s in self.steps if isinstance(s.op, extern.DispatchOp)
+            },
         }
 
     def announce(self) -> None:

@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from xdsl.ir import Attribute, Operation
 
-from dnnc.ir import tcp
+from dnnc.errors import DnncError
+from dnnc.ir import extern, tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import is_float, shape_of, torch_dtype
 
@@ -287,3 +288,17 @@ RULES[tcp.ReduceMeanOp] = _reduction(torch.mean)
 @rule(tcp.IsolatedGroupOp)
 def _isolated_group(op: tcp.IsolatedGroupOp, args: list[Value], env: Env) -> list[Value]:
     return env.run_block(op, args)
+
+
+# User kernels -------------------------------------------------------------------------
+
+
+@rule(extern.DispatchOp)
+def _dispatch(op: extern.DispatchOp, args: list[Value], env: Env) -> list[Value]:
+    """A user kernel's meaning is its reference implementation."""
+    from dnnc.kernels.reference import run_reference
+
+    kernel = op.kernel_op()
+    if kernel is None:
+        raise DnncError(f"extern.dispatch: no extern.kernel @{op.kernel_name} in the module")
+    return run_reference(kernel.declaration(), args, op.constant_values())

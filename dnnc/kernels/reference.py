@@ -1,0 +1,85 @@
+"""A kernel's reference implementation: a torch function named in the declaration
+as ``module:function`` or ``path/file.py:function``.
+
+It takes the kernel's input tensors (``read`` and ``readwrite`` bindings, in
+order) and then the caller's push constants, and returns its outputs
+(``readwrite`` bindings' new values, then ``write`` ones) without mutating its
+arguments. It runs the kernel on the CPU reference backend, and on a GPU where
+no object fits the device.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dnnc.errors import KernelDeclarationError
+
+_known: dict[str, Callable[..., Any]] = {}
+"""Functions handed to ``CustomKernel`` in this process, by their spec: found without importing anything."""
+
+
+def spec_of(fn: Callable[..., Any]) -> str:
+    """How to find ``fn`` again: ``module:qualname`` for an importable module, else
+    ``/abs/path/file.py:qualname``. Remembered for this process too."""
+    qualname = getattr(fn, "__qualname__", "")
+    if not qualname or "<" in qualname:
+        raise KernelDeclarationError(
+            f"a reference implementation must be a module-level function (got {qualname or fn!r}): it is named in the IR"
+        )
+    module = getattr(fn, "__module__", None) or ""
+    if module and module != "__main__" and not module.startswith("_dnnc_model_") and module in sys.modules:
+        spec = f"{module}:{qualname}"
+    else:
+        source = inspect.getsourcefile(fn)
+        if source is None:
+            raise KernelDeclarationError(f"reference {qualname}: its source file cannot be found")
+        spec = f"{Path(source).resolve()}:{qualname}"
+    _known[spec] = fn
+    return spec
+
+
+def resolve(spec: str, kernel: str) -> Callable[..., Any]:
+    if spec in _known:
+        return _known[spec]
+    location, _, qualname = spec.rpartition(":")
+    try:
+        if location.endswith(".py"):
+            module_name = f"_dnnc_reference_{abs(hash(location))}"
+            module_spec = importlib.util.spec_from_file_location(module_name, location)
+            if module_spec is None or module_spec.loader is None:
+                raise ImportError(f"cannot load {location}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[module_name] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(location)
+        fn: Any = module
+        for part in qualname.split("."):
+            fn = getattr(fn, part)
+    except Exception as e:
+        raise KernelDeclarationError(
+            f"kernel {kernel}: its reference {spec!r} cannot be loaded: {type(e).__name__}: {e}"
+        ) from None
+    if not callable(fn):
+        raise KernelDeclarationError(f"kernel {kernel}: its reference {spec!r} is not callable")
+    _known[spec] = fn
+    return fn
+
+
+def run_reference(decl: Any, inputs: list[Any], constants: list[int | float]) -> list[Any]:
+    """The reference's outputs as a list, checked against the declared count."""
+    if decl.reference is None:
+        raise KernelDeclarationError(f"kernel {decl.name} has no reference implementation (declare reference=...) to run it here")
+    out = resolve(decl.reference, decl.name)(*inputs, *constants)
+    outputs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outputs) != len(decl.outputs):
+        raise KernelDeclarationError(
+            f"kernel {decl.name}: its reference returned {len(outputs)} value(s), the declaration has {len(decl.outputs)} output(s)"
+        )
+    return outputs
