@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 from dnnc.kernels.declaration import Binding, KernelDecl, PushConstant
 
@@ -67,3 +70,13 @@ def scale_and_sum_decl(source: Path, **changes: object) -> KernelDecl:
     }
     fields.update(changes)
     return KernelDecl(**fields)  # type: ignore[arg-type]
+
+
+def load_example() -> ModuleType:
+    """``examples/custom_dispatch/model.py`` imported (it declares the example's kernels)."""
+    spec = importlib.util.spec_from_file_location("custom_dispatch_example", EXAMPLE / "model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["custom_dispatch_example"] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,8 +4,6 @@ backend against eager PyTorch, artifacts, the partitioner, and the errors."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,19 +14,10 @@ from dnnc import Binding, CustomKernel, PushConstant, knobs
 from dnnc.errors import KernelDeclarationError
 from dnnc.ir import extern
 from dnnc.pipeline import lower_for_gpu, to_canonical_tcp
-from tests.kernels.kernels import EXAMPLE, KERNELS_CU
+from tests.kernels.kernels import KERNELS_CU, load_example
 from tests.kernels.references import mul, scale_and_sum
 
 F32 = {"rtol": 1e-6, "atol": 1e-6}  # the reference backend runs the same torch ops as eager
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("custom_dispatch_example", EXAMPLE / "model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["custom_dispatch_example"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 SCALE_AND_SUM = CustomKernel(
@@ -54,7 +43,7 @@ class TwoOutputs(torch.nn.Module):
 
 
 def test_the_torch_op_runs_eagerly_and_passes_opcheck(rng: torch.Generator) -> None:
-    example = _example()
+    example = load_example()
     a, b = torch.randn(100, generator=rng), torch.randn(100, generator=rng)
     torch.testing.assert_close(example.simple_mul(a, b), a * b, **F32)
     torch.testing.assert_close(torch.ops.dnnc_user.simple_mul(a, b), a * b, **F32)
@@ -69,7 +58,7 @@ def test_the_torch_op_runs_eagerly_and_passes_opcheck(rng: torch.Generator) -> N
 
 
 def test_calls_import_as_dispatches_of_declared_kernels(rng: torch.Generator) -> None:
-    example = _example()
+    example = load_example()
     model, inputs = example.mixed_invocation(n=300)
     program = to_canonical_tcp(model, inputs)
     (kernel,) = [op for op in program.module.ops if isinstance(op, extern.KernelOp)]
@@ -86,7 +75,7 @@ def test_calls_import_as_dispatches_of_declared_kernels(rng: torch.Generator) ->
 
 @pytest.mark.parametrize("factory", ["simple_mul_model", "mixed_invocation"])
 def test_compiled_examples_match_eager_on_the_reference_backend(factory: str, rng: torch.Generator) -> None:
-    example = _example()
+    example = load_example()
     model, _ = getattr(example, factory)(n=777)
     inputs = (torch.randn(777, generator=rng), torch.randn(777, generator=rng))
     compiled = dnnc.compile(model, inputs, device="cpu")
@@ -105,7 +94,7 @@ def test_two_outputs_and_a_caller_constant_compile_and_match(rng: torch.Generato
 
 
 def test_gpu_lowering_and_the_partitioner_leave_user_kernels_in_place() -> None:
-    example = _example()
+    example = load_example()
     model, inputs = example.mixed_invocation(n=256)
     for policy in ("greedy", "auto"):
         with knobs.override(partition=policy, measure=False):
@@ -122,7 +111,7 @@ def test_gpu_lowering_and_the_partitioner_leave_user_kernels_in_place() -> None:
 
 
 def test_a_call_with_shapes_the_declaration_refuses_names_the_binding() -> None:
-    example = _example()
+    example = load_example()
 
     class Bad(torch.nn.Module):
         def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -135,7 +124,7 @@ def test_a_call_with_shapes_the_declaration_refuses_names_the_binding() -> None:
 
 
 def test_redeclaring_a_kernel_name_differently_is_refused() -> None:
-    _example()
+    load_example()
     with pytest.raises(
         KernelDeclarationError, match="kernel simple_mul is declared already in this process with another declaration"
     ):

@@ -4,8 +4,6 @@ several architectures, the fallback to the reference, and run-time checks."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
 from pathlib import Path
 
@@ -18,19 +16,10 @@ from dnnc.kernels.compilers import build
 from dnnc.kernels.custom import loaded_kernel
 from dnnc.kernels.objects import kernel_objects
 from dnnc.kernels.runtime import KernelVariantWarning
-from tests.kernels.kernels import EXAMPLE, KERNELS_CU, SCALE_AND_SUM_CU, scale_and_sum_decl, simple_mul_decl
+from tests.kernels.kernels import KERNELS_CU, SCALE_AND_SUM_CU, load_example, scale_and_sum_decl, simple_mul_decl
 
 pytestmark = pytest.mark.gpu
 F32 = {"rtol": 1e-6, "atol": 1e-6}  # one multiply per element: exact up to rounding
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("custom_dispatch_example", EXAMPLE / "model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["custom_dispatch_example"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _here() -> int:
@@ -39,7 +28,7 @@ def _here() -> int:
 
 
 def test_eager_call_runs_the_cubin_for_this_gpu(rng: torch.Generator) -> None:
-    example = _example()
+    example = load_example()
     a, b = (torch.randn(1000, generator=rng).cuda() for _ in range(2))
     torch.testing.assert_close(example.simple_mul(a, b), a * b, **F32)
     loaded = loaded_kernel(example.simple_mul.decl, a.device)
@@ -48,7 +37,7 @@ def test_eager_call_runs_the_cubin_for_this_gpu(rng: torch.Generator) -> None:
 
 @pytest.mark.parametrize("cuda_graph", [True, False], ids=["cuda-graph", "launches"])
 def test_example_inside_a_compiled_model(rng: torch.Generator, cuda_graph: bool, tmp_path: Path) -> None:
-    example = _example()
+    example = load_example()
     model = example.MixedInvocation()
     a, b = (torch.randn(4099, generator=rng).cuda() for _ in range(2))
     compiled = dnnc.compile(model, (a, b), device="cuda", cuda_graph=cuda_graph)
