@@ -16,7 +16,7 @@ from dnnc.kernels.compilers import build
 from dnnc.kernels.custom import loaded_kernel
 from dnnc.kernels.objects import kernel_objects
 from dnnc.kernels.runtime import KernelVariantWarning
-from tests.kernels.kernels import KERNELS_CU, SCALE_AND_SUM_CU, load_example, scale_and_sum_decl, simple_mul_decl
+from tests.kernels.kernels import EXAMPLE, KERNELS_CU, SCALE_AND_SUM_CU, load_example, scale_and_sum_decl, simple_mul_decl
 
 pytestmark = pytest.mark.gpu
 F32 = {"rtol": 1e-6, "atol": 1e-6}  # one multiply per element: exact up to rounding
