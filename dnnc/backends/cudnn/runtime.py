@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import StringAttr
 
 from dnnc import knobs
 from dnnc.backends.cudnn.signature import graph_signature
+from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.cache import ContentCache, content_key
 from dnnc.errors import BackendUnavailable, DnncError
 from dnnc.ir import cudnn as dialect
@@ -272,7 +272,7 @@ def build_kernel(op: dialect.GraphOp, device: torch.device, signature: str | Non
         try:
             return _rebuild(op, device, handle, PlanRecord.from_json(json.dumps(cached)))
         except Exception as e:  # a stale record (other cuDNN build): tune again
-            log.info("cudnn: cached plan for %s did not rebuild (%s); tuning again", op.attributes.get("kind"), e)
+            log.info("cudnn: cached plan for %s did not rebuild (%s); tuning again", _describe(op), e)
     try:
         kernel = _tune(op, device, handle)
     except GraphUnsupported:
@@ -349,9 +349,8 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
 
 def _describe(op: dialect.GraphOp) -> str:
     """The graph's kind and operand shapes, for the debug log."""
-    kind = op.attributes.get("kind")
     shapes = " ".join("x".join(map(str, shape_of(v.type))) for v in op.inputs)
-    return f"{kind.data if isinstance(kind, StringAttr) else 'graph'} ({shapes})"
+    return f"{group_attr(op, GROUP_KIND_ATTR) or 'graph'} ({shapes})"
 
 
 def _execute_plan(cudnn: Any, g: Any, handle: Any, pack: tuple, ws: torch.Tensor, index: int, uids: tuple) -> None:
