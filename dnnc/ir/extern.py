@@ -15,7 +15,7 @@ kernel: types, shape symbols, the grid against CUDA's limits.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -46,7 +46,10 @@ from xdsl.traits import Pure, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from dnnc.errors import KernelDeclarationError
-from dnnc.ir.types import describe, element_name, shape_of, tensor_type
+from dnnc.ir.types import describe, shape_of, tensor_type
+
+if TYPE_CHECKING:
+    from dnnc.kernels.declaration import KernelDecl
 
 _DECL_FIELDS = (
     "entry",
@@ -103,7 +106,7 @@ class KernelOp(IRDLOperation):
     traits = traits_def(SymbolOpInterface())
     assembly_format = "$sym_name attr-dict"
 
-    def __init__(self, decl: Any):
+    def __init__(self, decl: KernelDecl):
         data = decl.to_json()
         attrs = {k: _to_attr(data[k]) for k in _DECL_FIELDS if data.get(k) not in (None, [], {}, "", 0) or k in ("block", "grid")}
         super().__init__(properties={"sym_name": StringAttr(decl.name)}, attributes=attrs)
@@ -112,7 +115,7 @@ class KernelOp(IRDLOperation):
     def kernel_name(self) -> str:
         return self.sym_name.data
 
-    def declaration(self) -> Any:
+    def declaration(self) -> KernelDecl:
         """The ``KernelDecl`` this op states (parsed again on each call: ops are mutable)."""
         from dnnc.kernels.declaration import KernelDecl
 
@@ -180,7 +183,7 @@ class DispatchOp(IRDLOperation):
             raise VerifyException(f"{self.name}: {e}") from None
 
 
-def check_dispatch(decl: Any, arg_types: list[Any], result_types: list[Any], constants: list[int | float]) -> None:
+def check_dispatch(decl: KernelDecl, arg_types: list[Any], result_types: list[Any], constants: list[int | float]) -> None:
     """A call of ``decl`` with these tensor types and constants is well formed (raises otherwise)."""
     from dnnc.ir.types import torch_dtype
 
@@ -194,23 +197,19 @@ def check_dispatch(decl: Any, arg_types: list[Any], result_types: list[Any], con
     decl.constant_values(symbols, constants)
 
 
-def dispatch_result_types(decl: Any, symbols: Mapping[str, int]) -> list[TensorType]:
+def dispatch_result_types(decl: KernelDecl, symbols: Mapping[str, int]) -> list[TensorType]:
     from dnnc.ir.types import element_from_name
 
     return [tensor_type(s, element_from_name(b.dtype)) for b, s in zip(decl.outputs, decl.output_shapes(symbols))]
 
 
-def constant_attrs(decl: Any, values: list[int | float]) -> list[Attribute]:
+def constant_attrs(decl: KernelDecl, values: list[int | float]) -> list[Attribute]:
     """The caller's push-constant values as typed attributes, in declared order."""
     types = {"i32": i32, "i64": i64}
     return [
         FloatAttr(float(v), f32) if c.type == "f32" else IntegerAttr(int(v), types[c.type])
         for c, v in zip(decl.call_constants, values)
     ]
-
-
-def _element(t: TensorType) -> str:
-    return element_name(t.element_type)
 
 
 EXTERN = Dialect("extern", [KernelOp, DispatchOp], [])

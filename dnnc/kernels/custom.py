@@ -24,7 +24,9 @@ from dnnc.kernels.reference import run_reference, spec_of
 NAMESPACE = "dnnc_user"
 _library: torch.library.Library | None = None
 _declared: dict[str, KernelDecl] = {}
-_loaded: dict[tuple[str, str], Any] = {}
+_loaded: dict[tuple[str, str, str], Any] = {}
+_eager_kernels: dict[tuple[str, torch.device], Any] = {}
+"""Eager calls by kernel name and device: a name's declaration never changes in a process."""
 
 
 class CustomKernel:
@@ -153,9 +155,10 @@ def _eager(name: str, args: Sequence[Any]) -> Any:
         symbols = decl.bind([tuple(t.shape) for t in tensors], [t.dtype for t in tensors])
         decl.constant_values(symbols, constants)
         return _result([t.clone() for t in run_reference(decl, tensors, constants)])
-    loaded = loaded_kernel(decl, device)
-    _, symbols = loaded.plan(tensors)
-    outputs = [torch.empty(s, dtype=d, device=device) for s, d in loaded.output_specs(symbols)]
+    loaded = _eager_kernels.get((name, device))
+    if loaded is None:  # objects are built or read, checked and loaded once per process and device
+        loaded = _eager_kernels[(name, device)] = loaded_kernel(decl, device)
+    outputs = [torch.empty(s, dtype=d, device=device) for s, d in loaded.plan(tensors, constants).out_specs]
     loaded.run(tensors, outputs, constants)
     return _result(outputs)
 

@@ -100,16 +100,7 @@ def device_attribute(ordinal: int, attribute: int) -> int:
 
 
 def launch(
-    function: ctypes.c_void_p,
-    grid: Sequence[int],
-    block: Sequence[int],
-    shared: int,
-    stream: int,
-    args: Sequence[ctypes._SimpleCData],
+    function: ctypes.c_void_p, grid: Sequence[int], block: Sequence[int], shared: int, stream: int, params: ctypes.Array
 ) -> None:
-    """Enqueue one launch; ``args`` are ctypes values in the kernel's parameter order."""
-    pointers = (ctypes.c_void_p * len(args))(*(ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args))
-    _check(
-        _lib().cuLaunchKernel(function, *grid, *block, shared, ctypes.c_void_p(stream), pointers, None),
-        "launching the kernel",
-    )
+    """Enqueue one launch; ``params`` holds the address of each kernel parameter's value, in order."""
+    _check(_lib().cuLaunchKernel(function, *grid, *block, shared, stream, params, None), "launching the kernel")

@@ -11,8 +11,12 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dnnc.errors import KernelDeclarationError
+
+if TYPE_CHECKING:
+    from dnnc.kernels.declaration import KernelDecl
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
 _PARAM = re.compile(r"\.param\s+((?:\.\w+\s+)*?)\.(\w+)\s+([\w$]+)(\[\d+\])?")
@@ -83,7 +87,7 @@ def cubin_entries(data: bytes) -> dict[str, list[EntryParam]]:
     return entries
 
 
-def expected_params(decl) -> list[tuple[str, tuple[str, ...], int, bool | None]]:
+def expected_params(decl: KernelDecl) -> list[tuple[str, tuple[str, ...], int, bool | None]]:
     """(what, accepted PTX types, size, pointer?) per parameter of the declared ABI."""
     out: list[tuple[str, tuple[str, ...], int, bool | None]] = [
         (f"binding {b.name!r} (a pointer)", ("u64", "b64", "s64"), 8, None) for b in decl.bindings
@@ -98,7 +102,7 @@ def expected_params(decl) -> list[tuple[str, tuple[str, ...], int, bool | None]]
     return out
 
 
-def check_entry(decl, entries: dict[str, list[EntryParam]], origin: str) -> None:
+def check_entry(decl: KernelDecl, entries: dict[str, list[EntryParam]], origin: str) -> None:
     """Raise naming the object and the first parameter that differs from the declaration."""
     if decl.entry not in entries:
         names = ", ".join(sorted(entries)) or "none"

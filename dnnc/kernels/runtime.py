@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -48,7 +49,8 @@ class LoadedKernel:
         self.function: ctypes.c_void_p | None = None
         self.chosen: KernelObject | None = None
         self._module: Any = None
-        self._grids: dict[tuple[tuple[int, ...], ...], tuple[tuple[int, int, int], dict[str, int]]] = {}
+        self._plans: dict[tuple[object, ...], _Plan] = {}
+        self.max_grid: tuple[int, ...] = (2**31 - 1, 65535, 65535)  # read from the device when an object loads
         here = f"sm_{self.capability}"
         refused: list[str] = []
         with torch.cuda.device(device):
@@ -95,6 +97,10 @@ class LoadedKernel:
                 "(registers or shared memory limit it)"
             )
         ordinal = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self.max_grid = tuple(driver.device_attribute(ordinal, a) for a in driver.DEV_MAX_GRID_DIM)
+        max_block = tuple(driver.device_attribute(ordinal, a) for a in driver.DEV_MAX_BLOCK_DIM)
+        if any(b > m for b, m in zip(self.decl.block, max_block)):
+            raise KernelDeclarationError(f"block {list(self.decl.block)} exceeds this GPU's {list(max_block)}")
         if self.decl.shared_memory:
             limit = driver.device_attribute(ordinal, driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             if self.decl.shared_memory > limit:
@@ -107,56 +113,74 @@ class LoadedKernel:
 
     # Calls -------------------------------------------------------------------------------
 
-    def plan(self, inputs: Sequence[torch.Tensor]) -> tuple[tuple[int, int, int], dict[str, int]]:
-        """(grid, symbols) for these input shapes; checked against the declaration once per shape."""
-        shapes = tuple(tuple(t.shape) for t in inputs)
-        planned = self._grids.get(shapes)
+    def plan(self, inputs: Sequence[torch.Tensor], constants: Sequence[int | float] = ()) -> _Plan:
+        """What a call with these input shapes, dtypes and constants launches; checked
+        against the declaration on the first call of each signature, then reused."""
+        key = (tuple((t.shape, t.dtype) for t in inputs), tuple(constants))
+        planned = self._plans.get(key)
         if planned is None:
-            symbols = self.decl.bind(shapes, [t.dtype for t in inputs])
-            planned = self._grids[shapes] = (self.decl.grid_for(symbols), symbols)
-        else:
-            for b, t in zip(self.decl.inputs, inputs):
-                if t.dtype != b.torch_dtype:
-                    self.decl.bind(shapes, [t.dtype for t in inputs])  # raises, naming the binding
+            if len(self._plans) >= 64:  # callers varying their constants: keep the cache small
+                self._plans.clear()
+            planned = _Plan(self.decl, inputs, constants)
+            if any(g > m for g, m in zip(planned.grid, self.max_grid)):
+                raise self.decl.fail(f"grid {list(planned.grid)} exceeds this GPU's {list(self.max_grid)}")
+            self._plans[key] = planned
         return planned
-
-    def output_specs(self, symbols: dict[str, int]) -> list[tuple[tuple[int, ...], torch.dtype]]:
-        return [(s, b.torch_dtype) for b, s in zip(self.decl.outputs, self.decl.output_shapes(symbols))]
 
     def run(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], constants: Sequence[int | float]) -> None:
         """Check, then enqueue on the current stream: ``readwrite`` inputs are copied
         into their outputs first and updated there (the inputs are left as they were)."""
-        grid, symbols = self.plan(inputs)
-        self._check_tensors(inputs, outputs, symbols)
-        values = self.decl.constant_values(symbols, constants)
-        tied = {b.name: t for b, t in zip(self.decl.inputs, inputs) if b.access == "readwrite"}
+        plan = self.plan(inputs, constants)
+        self._check_tensors(plan, inputs, outputs)
         if self.function is None:
             results = run_reference(self.decl, list(inputs), list(constants))
             for out, value in zip(outputs, results):
                 out.copy_(value)
             return
-        by_name = dict(zip((b.name for b in self.decl.outputs), outputs))
-        for name, source in tied.items():
-            by_name[name].copy_(source)
-        by_name.update({b.name: t for b, t in zip(self.decl.inputs, inputs) if b.access == "read"})
-        args: list[Any] = [ctypes.c_void_p(by_name[b.name].data_ptr()) for b in self.decl.bindings]
-        args += [_CTYPES[c.type](v) for c, v in zip(self.decl.push_constants, values)]
+        for i, j in plan.tied:
+            outputs[j].copy_(inputs[i])
+        tensors = (*inputs, *outputs)
         stream = torch.cuda.current_stream(self.device).cuda_stream
-        driver.launch(self.function, grid, self.decl.block, self.decl.shared_memory, stream, args)
+        with plan.lock:  # the pointer slots are shared by every call of this signature
+            for slot, index in enumerate(plan.binding_tensors):
+                plan.pointers[slot] = tensors[index].data_ptr()
+            driver.launch(self.function, plan.grid, self.decl.block, self.decl.shared_memory, stream, plan.params)
 
-    def _check_tensors(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], symbols: dict[str, int]) -> None:
-        specs = self.output_specs(symbols)
-        if len(outputs) != len(specs):
-            raise self.decl.fail(f"expected {len(specs)} output tensor(s), got {len(outputs)}")
-        named = [*zip(self.decl.inputs, inputs), *zip(self.decl.outputs, outputs)]
-        for (b, t), spec in zip(named[len(inputs) :], specs):
-            if tuple(t.shape) != spec[0] or t.dtype != spec[1]:
-                raise self.decl.fail(f"output {b.name!r} must be {list(spec[0])} {b.dtype}, got {list(t.shape)} {t.dtype}")
-        for b, t in named:
-            if t.device != self.device and not (t.device.type == "cuda" and self.device.index is None):
+    def _check_tensors(self, plan: _Plan, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
+        if len(outputs) != len(plan.out_specs):
+            raise self.decl.fail(f"expected {len(plan.out_specs)} output tensor(s), got {len(outputs)}")
+        for b, t, (shape, dtype) in zip(self.decl.outputs, outputs, plan.out_specs):
+            if t.shape != shape or t.dtype != dtype:
+                raise self.decl.fail(f"output {b.name!r} must be {list(shape)} {b.dtype}, got {list(t.shape)} {t.dtype}")
+        for b, t in (*zip(self.decl.inputs, inputs), *zip(self.decl.outputs, outputs)):
+            if not t.is_cuda or (self.device.index is not None and t.get_device() != self.device.index):
                 raise self.decl.fail(f"binding {b.name!r} is on {t.device}, the kernel was loaded for {self.device}")
             if not t.is_contiguous():
                 raise self.decl.fail(f"binding {b.name!r} must be contiguous (row-major), got strides {list(t.stride())}")
+
+
+class _Plan:
+    """One call signature of a kernel: its grid, output specs, which tensor fills each
+    pointer parameter, and the kernel's parameter array (pointer slots written per
+    call, push constants fixed), built once."""
+
+    def __init__(self, decl: KernelDecl, inputs: Sequence[torch.Tensor], constants: Sequence[int | float]):
+        symbols = decl.bind([tuple(t.shape) for t in inputs], [t.dtype for t in inputs])
+        self.grid = decl.grid_for(symbols)
+        self.symbols = symbols
+        self.out_specs = [(torch.Size(s), b.torch_dtype) for b, s in zip(decl.outputs, decl.output_shapes(symbols))]
+        values = decl.constant_values(symbols, constants)
+        in_index = {b.name: i for i, b in enumerate(decl.inputs)}
+        out_index = {b.name: len(decl.inputs) + j for j, b in enumerate(decl.outputs)}
+        # a readwrite binding is launched on its output, which holds a copy of its input
+        self.binding_tensors = [out_index.get(b.name, in_index.get(b.name)) for b in decl.bindings]
+        self.tied = [(in_index[b.name], out_index[b.name] - len(decl.inputs)) for b in decl.bindings if b.access == "readwrite"]
+        self.pointers = (ctypes.c_void_p * len(decl.bindings))()
+        self._constants = [_CTYPES[c.type](v) for c, v in zip(decl.push_constants, values)]
+        addresses = [ctypes.addressof(self.pointers) + i * ctypes.sizeof(ctypes.c_void_p) for i in range(len(decl.bindings))]
+        addresses += [ctypes.addressof(c) for c in self._constants]
+        self.params = (ctypes.c_void_p * len(addresses))(*addresses)
+        self.lock = threading.Lock()
 
 
 class ExternKernel:
