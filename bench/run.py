@@ -1,12 +1,12 @@
 """dnnc against its peers, in one run on one GPU.
 
-    python bench/run.py [--workloads resnet50-b32,gpt2-block] [--variants eager,graph,compile,dnnc,jax]
+    python bench/run.py [--workloads resnet50-b32,gpt2-block] [--variants eager,graph,compile,dnnc,jax,jax-dnnc]
                         [--policies auto,cudnn-only,triton-only] [--out DIR] [--no-update]
 
 For every workload (``bench/suite/workloads.py``): the float32 reference, then
 PyTorch eager, eager in one CUDA graph, torch.compile (Inductor, freezing), dnnc
-under each partition policy, and JAX/XLA (the same network in ``jax.lax``, in its
-own process). Every variant's output is checked against the reference before it
+under each partition policy, JAX/XLA (the same network in ``jax.lax``, in its
+own process) and that JAX network compiled by dnnc from its StableHLO (``jax-dnnc``). Every variant's output is checked against the reference before it
 is timed; a variant that fails or is wrong is reported as such. Per variant:
 median ms, images or tokens per second, compile time, peak GPU memory and the
 share of the physical floor (FLOPs at the fp16 matmul rate and fewest bytes at
@@ -40,7 +40,7 @@ from bench.suite.floors import workload_floor  # noqa: E402
 from bench.suite.torch_variants import DNNC_POLICIES, TORCH_VARIANTS, dnnc_variants, torch_variants  # noqa: E402
 from bench.suite.workloads import WORKLOADS, Workload, select  # noqa: E402
 
-VARIANTS = ("eager", "graph", "compile", "dnnc", "jax")
+VARIANTS = ("eager", "graph", "compile", "dnnc", "jax", "jax-dnnc")
 TORCH_NAMES = dict(zip(("eager", "graph", "compile"), TORCH_VARIANTS, strict=True))
 
 
@@ -50,8 +50,12 @@ def reference_output(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -
     return (out[0] if isinstance(out, (list, tuple)) else out).float()
 
 
-def jax_variant(workload: Workload, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor) -> dict:
-    """Runs ``bench.suite.jax_worker`` in a fresh process on the same weights and inputs."""
+def jax_variants(
+    workload: Workload, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor, flags: list[str]
+) -> list[dict]:
+    """Runs ``bench.suite.jax_worker`` in a fresh process on the same weights and inputs:
+    JAX/XLA (``--xla``) and/or the same JAX function through dnnc (``--dnnc``)."""
+    names = {"--xla": "JAX/XLA", "--dnnc": "dnnc from JAX"}
     with tempfile.TemporaryDirectory(prefix="dnnc-jax-") as tmp:
         weights, result = Path(tmp) / "weights.npz", Path(tmp) / "result.json"
         arrays = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
@@ -60,7 +64,7 @@ def jax_variant(workload: Workload, model: torch.nn.Module, inputs: tuple[torch.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         try:
             subprocess.run(
-                [sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)],
+                [sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result), *flags],
                 cwd=ROOT,
                 env=env,
                 timeout=900,
@@ -68,7 +72,7 @@ def jax_variant(workload: Workload, model: torch.nn.Module, inputs: tuple[torch.
             )
             return json.loads(result.read_text())
         except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-            return {"variant": "JAX/XLA", "status": f"failed: {type(e).__name__}: {e}"}
+            return [{"variant": names[f], "status": f"failed: {type(e).__name__}: {e}"} for f in flags]
 
 
 def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ...], ceilings: dict[str, float]) -> dict:
@@ -81,10 +85,12 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
         rows += torch_variants(model, inputs, reference, {TORCH_NAMES[v] for v in variants & set(TORCH_NAMES)})
     if "dnnc" in variants:
         rows += dnnc_variants(model, inputs, reference, policies)
-    if "jax" in variants:
+    flags = [f for v, f in (("jax", "--xla"), ("jax-dnnc", "--dnnc")) if v in variants]
+    if flags:
         torch.cuda.empty_cache()  # leave the GPU's memory to XLA
-        rows.append(jax_variant(workload, model, inputs, reference))
-        progress(rows[-1])
+        for row in jax_variants(workload, model, inputs, reference, flags):
+            rows.append(row)
+            progress(row)
     floor_ms = floor.ms(ceilings["matmul_tflops"], ceilings["copy_gbs"])
     items = workload.items(inputs)
     for r in rows:

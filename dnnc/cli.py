@@ -95,7 +95,8 @@ def compile_command(
     tuning_specs: tuple[Path, ...],
     check: bool,
 ) -> None:
-    """Compile MODEL (path/to/file.py:factory or package.module:factory).
+    """Compile MODEL (path/to/file.py:factory, package.module:factory, or a StableHLO
+    file: x.mlir text, x.mlirbc bytecode or a jax.export portable artifact).
 
     The factory returns (model, example_inputs); the program is compiled for those
     shapes and dtypes. Writes an artifact (``-o model.dnnc``: run it with ``dnnc run``,
@@ -108,6 +109,10 @@ def compile_command(
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
     specs = os.pathsep.join(str(p) for p in tuning_specs) or None
     settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition, "tuning_specs": specs}.items() if v is not None}
+    if Path(model).suffix in STABLEHLO_SUFFIXES:
+        with knobs.override(**settings):
+            _compile_stablehlo(Path(model), output, device, check)
+        return
     with knobs.override(**settings):
         with console.status("loading the model"):
             started = time.perf_counter()
@@ -122,6 +127,49 @@ def compile_command(
     if check:
         with console.status("checking against PyTorch eager"):
             _check_against_eager(compiled, module, inputs)
+
+
+STABLEHLO_SUFFIXES = (".mlir", ".mlirbc")
+"""``dnnc compile x.mlir`` reads StableHLO (text, bytecode or a portable artifact)."""
+
+
+def _compile_stablehlo(path: Path, output: Path | None, device: str | None, check: bool) -> None:
+    """Import a StableHLO file, compile it; on a GPU check it against the reference backend."""
+    import dnnc
+    from dnnc.frontend.stablehlo import import_stablehlo
+
+    with console.status(f"importing {path}"):
+        started = time.perf_counter()
+        program = import_stablehlo(path)
+    console.print(f"[dim]imported {path} in {time.perf_counter() - started:.2f} s[/dim]")
+    reference = Program(program.module.clone(), ParamStore(program.params))
+    with console.status(f"compiling {path.name}"):
+        compiled = dnnc.api.compile_program(program, device=device)
+    output = output or path.with_suffix(".dnnc")
+    with console.status(f"writing {output}"):
+        compiled.save(output)
+    _print_summary(compiled, output)
+    if check:
+        _check_against_reference(compiled, reference)
+
+
+def _check_against_reference(compiled: Any, reference: Program) -> None:
+    """Fresh random inputs through the compiled program and the reference backend."""
+    from dnnc.backends.reference import ReferenceExecutor
+    from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
+
+    g = torch.Generator().manual_seed(int(time.time()))
+    fresh = [_random_like(torch.empty(s.shape, dtype=s.dtype), g) for s in compiled.input_specs]
+    expected = ReferenceExecutor(reference).run(fresh)
+    out = compiled(*[x.to(compiled.device) for x in fresh])
+    got = [t.cpu() for t in (out if isinstance(out, tuple) else (out,))]
+    table = GPU_TOLERANCE if compiled.device == "cuda" else TOLERANCE
+    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e, tolerances=table)) is not None]
+    worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
+    verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
+    console.print(f"check: {verdict} the reference backend on fresh random inputs (largest relative error {worst:.2e})")
+    if problems:
+        raise click.ClickException(f"compiled program does not match the reference backend: {problems[0]}")
 
 
 def _load(model: str, kwargs: dict[str, Any], dtype: str | None) -> tuple[torch.nn.Module, tuple[Any, ...], str]:

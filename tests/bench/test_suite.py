@@ -75,14 +75,17 @@ def test_jax_worker_checks_and_times_in_its_own_process(tmp_path: Path, rng: tor
     arrays = {k: v.detach().numpy() for k, v in net.state_dict().items()}
     np.savez(weights, __model__=np.array("conv_block"), __reference__=reference.numpy(), __input_0=inputs[0].numpy(), **arrays)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    subprocess.run([sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)], cwd=ROOT, env=env, check=True)
-    entry = json.loads(result.read_text())
-    assert entry["status"] == "ok", entry
-    assert entry["rel_error"] <= 2e-2 and entry["median_ms"] > 0 and entry["compile_s"] > 0
+    worker = [sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result), "--xla", "--dnnc"]
+    subprocess.run(worker, cwd=ROOT, env=env, check=True)
+    entries = json.loads(result.read_text())
+    assert [e["variant"] for e in entries] == ["JAX/XLA", "dnnc from JAX"]  # dnnc on the reference backend here
+    for entry in entries:
+        assert entry["status"] == "ok", entry
+        assert entry["rel_error"] <= 2e-2 and entry["median_ms"] > 0 and entry["compile_s"] > 0
     # a wrong reference is caught before timing
     np.savez(weights, __model__=np.array("conv_block"), __reference__=-reference.numpy(), __input_0=inputs[0].numpy(), **arrays)
-    subprocess.run([sys.executable, "-m", "bench.suite.jax_worker", str(weights), str(result)], cwd=ROOT, env=env, check=True)
-    wrong = json.loads(result.read_text())
+    subprocess.run(worker[:-1], cwd=ROOT, env=env, check=True)
+    (wrong,) = json.loads(result.read_text())
     assert wrong["status"] == "wrong result" and "median_ms" not in wrong
 
 

@@ -1,0 +1,75 @@
+"""``torch.compile(model, backend="dnnc")``: dnnc as a TorchDynamo backend.
+
+Dynamo hands over each graph it captures with example inputs; dnnc exports and
+compiles it for their shapes and device. A graph dnnc cannot take (an op without
+an import rule, dynamic shapes, a training graph...) runs as Dynamo gave it, and
+the reason is logged and kept in ``fallbacks``, so a model always runs. Dynamo
+decides when to recompile (a new shape under ``dynamic=False``, a guard that
+fails); each recompile comes back here. With dynamic shapes, a graph whose
+inputs carry symbolic sizes falls back: pass ``dynamic=False`` for a static
+compile per shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+log = logging.getLogger("dnnc.dynamo")
+
+
+@dataclass(frozen=True)
+class GraphFallback:
+    """A captured graph dnnc did not compile, and why."""
+
+    ops: int
+    reason: str
+
+
+fallbacks: list[GraphFallback] = []
+compiled_graphs: list[Any] = []
+"""The ``CompiledModule`` of every graph dnnc compiled in this process (for inspection)."""
+
+
+def dnnc_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    import dnnc
+
+    reason = _unsupported(example_inputs)
+    if reason is None:
+        tensors = list(example_inputs)
+        device = "cuda" if any(t.is_cuda for t in tensors) else "cpu"
+        try:
+            compiled = dnnc.compile(gm, tuple(tensors), device=device)
+        except Exception as e:  # any failure runs the graph as Dynamo captured it
+            reason = f"{type(e).__name__}: {e}"
+        else:
+            compiled_graphs.append(compiled)
+            return compiled
+    ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    fallbacks.append(GraphFallback(ops, reason))
+    log.warning("dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, reason.splitlines()[0])
+    return gm.forward
+
+
+def _unsupported(example_inputs: Sequence[Any]) -> str | None:
+    for i, x in enumerate(example_inputs):
+        if not isinstance(x, torch.Tensor):
+            return f"input {i} is {type(x).__name__} (dynamic shapes?); use torch.compile(..., dynamic=False)"
+        if any(not isinstance(d, int) for d in x.shape):
+            return f"input {i} has symbolic sizes {list(x.shape)}; use torch.compile(..., dynamic=False)"
+        if x.requires_grad and torch.is_grad_enabled():
+            return f"input {i} requires grad; dnnc compiles inference graphs (use torch.no_grad())"
+    return None
+
+
+def register() -> None:
+    """Make ``backend="dnnc"`` known to Dynamo (installed packages also find it
+    through the ``torch_dynamo_backends`` entry point)."""
+    from torch._dynamo import list_backends, register_backend
+
+    if "dnnc" not in list_backends(exclude_tags=()):
+        register_backend(dnnc_backend, name="dnnc")

@@ -1,0 +1,66 @@
+"""``torch.compile(model, backend="dnnc")`` on the CPU reference backend: the test
+models match eager (f32, 1e-5 relative), a new shape recompiles through dnnc, and
+a graph dnnc cannot take runs as captured, with the reason recorded."""
+
+from __future__ import annotations
+
+import torch
+
+import dnnc  # noqa: F401 - registers the backend
+from dnnc.frontend import dynamo
+from dnnc.models import gpt2_block, mobilenet_v2, resnet50
+from dnnc.numerics import relative_error
+
+
+def _compiled_graphs_after(fn) -> int:
+    before = len(dynamo.compiled_graphs)
+    fn()
+    return len(dynamo.compiled_graphs) - before
+
+
+def test_models_match_eager(rng: torch.Generator) -> None:
+    torch._dynamo.reset()
+    for factory, kwargs in (
+        (resnet50, {"batch": 1, "image_size": 64}),
+        (mobilenet_v2, {"batch": 1, "image_size": 64}),
+        (gpt2_block, {"seq": 16, "vocab": 500, "max_len": 64}),
+    ):
+        model, example = factory(**kwargs)
+        model = model.eval()
+        fresh = [
+            torch.randn(x.shape, generator=rng) if x.is_floating_point() else torch.randint(0, 500, x.shape, generator=rng)
+            for x in example
+        ]
+        compiled = torch.compile(model, backend="dnnc", dynamic=False)
+        with torch.no_grad():
+            n = _compiled_graphs_after(lambda c=compiled, f=fresh: c(*f))
+            got, want = compiled(*fresh), model(*fresh)
+        assert n >= 1, factory.__name__
+        assert relative_error(got, want) <= 1e-5, factory.__name__
+
+
+def test_a_new_shape_recompiles_through_dnnc(rng: torch.Generator) -> None:
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        for batch, expected_compiles in ((3, 1), (3, 0), (5, 1)):
+            x = torch.randn(batch, 8, generator=rng)
+            assert _compiled_graphs_after(lambda x=x: compiled(x)) == expected_compiles
+            assert relative_error(compiled(x), model(x)) <= 1e-5
+
+
+def test_unsupported_graphs_fall_back_with_a_reason(rng: torch.Generator) -> None:
+    torch._dynamo.reset()
+
+    class UsesSine(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.sin(x) * 2
+
+    before = len(dynamo.fallbacks)
+    compiled = torch.compile(UsesSine(), backend="dnnc", dynamic=False)
+    x = torch.randn(4, generator=rng)
+    with torch.no_grad():
+        assert torch.equal(compiled(x), torch.sin(x) * 2)
+    (fallback,) = dynamo.fallbacks[before:]
+    assert "aten.sin.default: dnnc has no import rule for this op" in fallback.reason

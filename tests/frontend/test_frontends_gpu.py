@@ -1,0 +1,64 @@
+"""The StableHLO and torch.compile frontends on a GPU: the suite's JAX networks
+through ``dnnc.jax.compile`` against JAX's own GPU results (JAX arrays in and out
+through DLPack), and ``torch.compile(backend="dnnc")`` against eager."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+from dnnc.numerics import GPU_TOLERANCE, relative_error
+from tests.bench.test_suite import _fresh
+
+pytestmark = pytest.mark.gpu
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+def _float64(model: torch.nn.Module, inputs: list[torch.Tensor]) -> torch.Tensor:
+    """The model's answer in float64 on the CPU: the reference both sides are held to."""
+    with torch.no_grad():
+        return model.to("cpu", torch.float64)(*[x.double() if x.is_floating_point() else x for x in inputs])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("name", ["resnet50", "gpt2_block"])
+def test_jax_networks_through_dnnc_match_jax(name: str, dtype: str, rng: torch.Generator) -> None:
+    import dnnc.jax
+    from bench.suite.jax_nets import NETS
+
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("this JAX has no GPU backend")
+    model, inputs = _fresh(name, rng)
+    fn, params = NETS[name]({k: v.detach().numpy() for k, v in model.state_dict().items()}, getattr(jnp, dtype))
+    xs = [jnp.asarray(x.numpy(), getattr(jnp, dtype)) if x.is_floating_point() else jnp.asarray(x.numpy()) for x in inputs]
+    f = functools.partial(fn, params)
+    compiled = dnnc.jax.compile(f, *xs, device="cuda")
+    got, xla = compiled(*xs), jax.jit(f)(*xs)
+    assert isinstance(got, jax.Array) and got.dtype == xla.dtype
+    expected = _float64(model, inputs)
+    ours = relative_error(torch.from_numpy(np.array(got, np.float64)), expected)
+    theirs = relative_error(torch.from_numpy(np.array(xla, np.float64)), expected)
+    # float32: the GPU tolerance (TF32 tensor cores); float16: no worse than twice XLA's own fp16 error
+    bound = GPU_TOLERANCE[torch.float32] if dtype == "float32" else max(2 * theirs, GPU_TOLERANCE[torch.float16])
+    assert ours <= bound, f"dnnc {ours:.2e}, XLA {theirs:.2e} against float64"
+    steps = compiled.module._executor.summary()["steps"]
+    assert steps.get("cudnn", 0) + steps.get("triton", 0) > 0, steps
+
+
+def test_torch_compile_with_the_dnnc_backend_matches_eager(rng: torch.Generator) -> None:
+    from dnnc.frontend import dynamo
+
+    torch._dynamo.reset()
+    model, inputs = _fresh("resnet50", rng)
+    model = model.eval().cuda()
+    x = inputs[0].cuda()
+    before = len(dynamo.compiled_graphs)
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        got = compiled(x)
+    assert len(dynamo.compiled_graphs) > before and dynamo.compiled_graphs[-1].device == "cuda"
+    assert relative_error(got.cpu(), _float64(model, inputs)) <= GPU_TOLERANCE[torch.float32]
