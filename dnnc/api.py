@@ -187,15 +187,17 @@ def compile(  # noqa: A001 - the public name users expect
     return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional, cuda_graph=cuda_graph)
 
 
-def compile_program(program: Program, *, device: str | None = None, cuda_graph: bool | None = None) -> CompiledModule:
-    """Compile a tcp program built by another frontend (StableHLO): canonicalize it and
-    lower it for the GPU where it runs there. Outputs come back flat (a tensor, or a
-    tuple of them)."""
+def compile_program(
+    program: Program, *, device: str | None = None, cuda_graph: bool | None = None, stage: str = "canonical-stablehlo"
+) -> CompiledModule:
+    """Compile a tcp program built by another frontend (StableHLO): canonicalize it
+    (``stage``) and lower it for the GPU where it runs there. Outputs come back flat
+    (a tensor, or a tuple of them)."""
     from dnnc.pipeline import run_stage
 
     target = resolve_device(device)
     report = CompileReport()
-    run_stage(program, "canonical", report)
+    run_stage(program, stage, report)
     if target == "cuda":
         lower_for_gpu(program, report)
     return CompiledModule(program, report, target, cuda_graph=cuda_graph)

@@ -42,8 +42,13 @@ PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lo
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
 
+STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
+"""Programs imported from StableHLO keep the framework's layout changes around every
+convolution: they are moved past the elementwise code and cancelled first."""
+
 STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,
+    "canonical-stablehlo": STABLEHLO_CANONICALIZE,
     "gpu-cudnn-attention": "cudnn-attention",
     "gpu-cudnn": CUDNN_STAGE,
     "gpu-triton": "triton-fuse,dce",

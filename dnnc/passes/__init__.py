@@ -18,12 +18,14 @@ from dnnc.passes.dce import DeadCodeElimination
 from dnnc.passes.fold_batchnorm import FoldBatchNorm
 from dnnc.passes.fold_params import FoldParams
 from dnnc.passes.simplify_shapes import SimplifyShapes
+from dnnc.passes.sink_transposes import SinkTransposes
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p
     for p in (
         FoldBatchNorm,
         SimplifyShapes,
+        SinkTransposes,
         FoldParams,
         DeadCodeElimination,
         CudnnAttention,
@@ -62,5 +64,6 @@ __all__ = [
     "ParamPass",
     "PatternPass",
     "SimplifyShapes",
+    "SinkTransposes",
     "parse_passes",
 ]

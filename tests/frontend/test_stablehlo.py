@@ -37,7 +37,7 @@ def _rel(got: np.ndarray, want: np.ndarray) -> float:
 def _run(fn, *args) -> tuple[list[torch.Tensor], list[np.ndarray]]:
     """Import ``fn`` lowered for ``args``, canonicalize, run on the reference backend; and JAX's answer."""
     program = import_module(jax.jit(fn).lower(*args).compiler_ir("stablehlo"))
-    run_stage(program, "canonical")
+    run_stage(program, "canonical-stablehlo")
     got = ReferenceExecutor(program).run([torch.from_numpy(np.array(a)) for a in args])
     want = fn(*args)
     return got, [np.asarray(w) for w in (want if isinstance(want, (tuple, list)) else [want])]
@@ -57,6 +57,25 @@ def test_jax_networks_match_jax(name: str, rng: torch.Generator) -> None:
     fn, params = jax_nets.NETS[name](sd, jnp.float32)
     got, want = _run(functools.partial(fn, params), *(jnp.asarray(x.numpy()) for x in inputs))
     assert _rel(got[0].numpy(), want[0]) < F32
+
+
+def test_a_jax_convnet_canonicalizes_like_the_pytorch_model(rng: torch.Generator) -> None:
+    """NHWC in JAX, NCHW in PyTorch: after sink-transposes the two ResNet-50 programs
+    have the same ops (the convolutions' epilogues no longer split by transposes)."""
+    from collections import Counter
+
+    from dnnc.pipeline import to_canonical_tcp
+    from tests.bench.test_suite import _fresh
+
+    model, inputs = _fresh("resnet50", rng)
+    fn, params = jax_nets.NETS["resnet50"]({k: v.detach().numpy() for k, v in model.state_dict().items()}, jnp.float32)
+    program = import_module(jax.jit(functools.partial(fn, params)).lower(jnp.asarray(inputs[0].numpy())).compiler_ir("stablehlo"))
+    run_stage(program, "canonical-stablehlo")
+    ops = Counter(op.name for op in program.entry.body.block.ops)
+    torch_ops = Counter(op.name for op in to_canonical_tcp(model.eval(), tuple(inputs)).entry.body.block.ops)
+    for name in ("tcp.conv2d", "tcp.add", "tcp.clamp", "tcp.max_pool2d"):
+        assert ops[name] == torch_ops[name], name
+    assert ops["tcp.transpose"] <= 1  # only where the NHWC network pools over H and W
 
 
 def _conv(x, w):
