@@ -67,9 +67,14 @@ def _unsupported(example_inputs: Sequence[Any]) -> str | None:
 
 
 def register() -> None:
-    """Make ``backend="dnnc"`` known to Dynamo (installed packages also find it
-    through the ``torch_dynamo_backends`` entry point)."""
+    """Make ``backend="dnnc"`` known to Dynamo. An installed dnnc is found through its
+    ``torch_dynamo_backends`` entry point without this; from a source tree, importing
+    this module registers it. (``import dnnc`` alone does not import Dynamo: that
+    would load Triton and more into every program that uses dnnc.)"""
     from torch._dynamo import list_backends, register_backend
 
     if "dnnc" not in list_backends(exclude_tags=()):
         register_backend(dnnc_backend, name="dnnc")
+
+
+register()

@@ -64,7 +64,9 @@ class SinkThroughElementwise(RewritePattern):
                 operands.append(back.result)
         result = as_tensor_type(op.results[0])
         before = tensor_type([result.get_shape()[i] for i in inverse], result.element_type)
-        inner = op.__class__(operands=operands, result_types=[before], properties=dict(op.properties), attributes=dict(op.attributes))
+        inner = op.__class__(
+            operands=operands, result_types=[before], properties=dict(op.properties), attributes=dict(op.attributes)
+        )
         rewriter.insert_op(inner, InsertPoint.before(op))
         rewriter.replace_op(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
 

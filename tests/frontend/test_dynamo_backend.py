@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import torch
 
-import dnnc  # noqa: F401 - registers the backend
-from dnnc.frontend import dynamo
+from dnnc.frontend import dynamo  # registers the backend (an installed dnnc: also its entry point)
 from dnnc.models import gpt2_block, mobilenet_v2, resnet50
 from dnnc.numerics import relative_error
 
@@ -64,3 +63,19 @@ def test_unsupported_graphs_fall_back_with_a_reason(rng: torch.Generator) -> Non
         assert torch.equal(compiled(x), torch.sin(x) * 2)
     (fallback,) = dynamo.fallbacks[before:]
     assert "aten.sin.default: dnnc has no import rule for this op" in fallback.reason
+
+
+def test_an_installed_dnnc_is_found_through_its_entry_point() -> None:
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    found = [e for e in importlib.metadata.entry_points(group="torch_dynamo_backends") if e.name == "dnnc"]
+    if not found:
+        import pytest
+
+        pytest.skip("dnnc runs from a source tree here (not installed)")
+    assert found[0].value == "dnnc.frontend.dynamo:dnnc_backend"
+    probe = "import torch; from torch._dynamo.backends.registry import lookup_backend; print(lookup_backend('dnnc').__module__)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "dnnc.frontend.dynamo"
