@@ -33,15 +33,32 @@ def spec_of(fn: Callable[..., Any]) -> str:
             f"a reference implementation must be a module-level function (got {qualname or fn!r}): it is named in the IR"
         )
     module = getattr(fn, "__module__", None) or ""
-    if module and module != "__main__" and not module.startswith("_dnnc_model_") and module in sys.modules:
+    source = inspect.getsourcefile(fn)
+    if source is not None and not _importable_as(module, Path(source)):
+        spec = f"{Path(source).resolve()}:{qualname}"
+    elif module:
         spec = f"{module}:{qualname}"
     else:
-        source = inspect.getsourcefile(fn)
-        if source is None:
-            raise KernelDeclarationError(f"reference {qualname}: its source file cannot be found")
-        spec = f"{Path(source).resolve()}:{qualname}"
+        raise KernelDeclarationError(f"reference {qualname}: neither its module nor its source file can be found")
     _known[spec] = fn
     return spec
+
+
+def _importable_as(module: str, source: Path) -> bool:
+    """Whether ``import module`` from ``sys.path`` finds ``source``: a file loaded under
+    another name (``__main__``, a model file, a notebook's reload) is named by its path, so
+    the same function gets the same name however its file was loaded."""
+    source = source.resolve()
+    for entry in sys.path:
+        try:
+            parts = source.relative_to(Path(entry or ".").resolve()).with_suffix("").parts
+        except ValueError:
+            continue
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        if ".".join(parts) == module:
+            return True
+    return False
 
 
 def resolve(spec: str, kernel: str) -> Callable[..., Any]:

@@ -185,3 +185,20 @@ class _Wrap(torch.nn.Module):
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return self.kernel(a, b)
+
+
+def test_the_same_file_loaded_under_two_names_declares_the_same_kernels() -> None:
+    """A model file imported by the CLI and by the user's own code gets the same
+    declarations (references named by the file's path), so the second load is no conflict."""
+    import importlib.util
+
+    from tests.kernels.kernels import EXAMPLE
+
+    first = load_example()
+    spec = importlib.util.spec_from_file_location("_dnnc_model_model_again", EXAMPLE / "model.py")
+    assert spec is not None and spec.loader is not None
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+    assert again.simple_mul.decl == first.simple_mul.decl
+    assert first.simple_mul.decl.reference == f"{EXAMPLE / 'model.py'}:simple_mul_reference"
+    assert SCALE_AND_SUM.decl.reference == "tests.kernels.references:scale_and_sum"  # an importable module keeps its name
