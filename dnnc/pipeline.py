@@ -42,9 +42,10 @@ PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lo
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
 
-STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
+STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE},raise-ops,dce"
 """Programs imported from StableHLO keep the framework's layout changes around every
-convolution: they are moved past the elementwise code and cancelled first."""
+convolution: they are moved past the elementwise code and cancelled first; ops the
+framework wrote out in steps (softmax) are raised back to one tcp op."""
 
 STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,

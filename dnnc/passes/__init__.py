@@ -17,6 +17,7 @@ from dnnc.passes.base import ParamPass, PatternPass
 from dnnc.passes.dce import DeadCodeElimination
 from dnnc.passes.fold_batchnorm import FoldBatchNorm
 from dnnc.passes.fold_params import FoldParams
+from dnnc.passes.raise_ops import RaiseOps
 from dnnc.passes.simplify_shapes import SimplifyShapes
 from dnnc.passes.sink_transposes import SinkTransposes
 
@@ -26,6 +27,7 @@ PASSES: dict[str, type[ModulePass]] = {
         FoldBatchNorm,
         SimplifyShapes,
         SinkTransposes,
+        RaiseOps,
         FoldParams,
         DeadCodeElimination,
         CudnnAttention,
@@ -63,6 +65,7 @@ __all__ = [
     "FoldParams",
     "ParamPass",
     "PatternPass",
+    "RaiseOps",
     "SimplifyShapes",
     "SinkTransposes",
     "parse_passes",

@@ -59,23 +59,27 @@ def test_jax_networks_match_jax(name: str, rng: torch.Generator) -> None:
     assert _rel(got[0].numpy(), want[0]) < F32
 
 
-def test_a_jax_convnet_canonicalizes_like_the_pytorch_model(rng: torch.Generator) -> None:
-    """NHWC in JAX, NCHW in PyTorch: after sink-transposes the two ResNet-50 programs
-    have the same ops (the convolutions' epilogues no longer split by transposes)."""
+@pytest.mark.parametrize("name", ["resnet50", "gpt2_block", "bert_layer"])
+def test_jax_networks_canonicalize_like_the_pytorch_models(name: str, rng: torch.Generator) -> None:
+    """After sink-transposes and raise-ops the JAX programs have the PyTorch models'
+    ops: convolutions not split from their epilogues by NHWC transposes, softmax and
+    layer norm as one op each (JAX writes them out in steps)."""
     from collections import Counter
 
     from dnnc.pipeline import to_canonical_tcp
     from tests.bench.test_suite import _fresh
 
-    model, inputs = _fresh("resnet50", rng)
-    fn, params = jax_nets.NETS["resnet50"]({k: v.detach().numpy() for k, v in model.state_dict().items()}, jnp.float32)
-    program = import_module(jax.jit(functools.partial(fn, params)).lower(jnp.asarray(inputs[0].numpy())).compiler_ir("stablehlo"))
+    model, inputs = _fresh(name, rng)
+    fn, params = jax_nets.NETS[name]({k: v.detach().numpy() for k, v in model.state_dict().items()}, jnp.float32)
+    lowered = jax.jit(functools.partial(fn, params)).lower(*(jnp.asarray(x.numpy()) for x in inputs))
+    program = import_module(lowered.compiler_ir("stablehlo"))
     run_stage(program, "canonical-stablehlo")
     ops = Counter(op.name for op in program.entry.body.block.ops)
     torch_ops = Counter(op.name for op in to_canonical_tcp(model.eval(), tuple(inputs)).entry.body.block.ops)
-    for name in ("tcp.conv2d", "tcp.add", "tcp.clamp", "tcp.max_pool2d"):
-        assert ops[name] == torch_ops[name], name
-    assert ops["tcp.transpose"] <= 1  # only where the NHWC network pools over H and W
+    for op in ("tcp.conv2d", "tcp.clamp", "tcp.max_pool2d", "tcp.softmax", "tcp.layer_norm", "tcp.batch_matmul"):
+        assert ops[op] == torch_ops[op], op
+    if name == "resnet50":
+        assert ops["tcp.transpose"] <= 1  # only where the NHWC network pools over H and W
 
 
 def _conv(x, w):

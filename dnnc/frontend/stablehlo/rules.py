@@ -135,6 +135,8 @@ def _binary(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
         # max(x, 0) is how JAX writes ReLU: as a clamp it is the ReLU every backend's patterns know
         for x, bound in ((args[0], args[1]), (args[1], args[0])):
             value = _splat(bound)
+            if value == (float("-inf") if kind is tcp.MaximumOp else float("inf")):
+                return [x]  # max(x, -inf) and min(x, inf) are x (NaN stays NaN)
             if value is not None:
                 side = "min" if kind is tcp.MaximumOp else "max"
                 return [im.build(tcp.ClampOp, [x], **{side: float_attr(float(value))})]

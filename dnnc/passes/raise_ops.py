@@ -1,0 +1,156 @@
+"""raise-ops: recognize an op that a frontend wrote out in steps, and make it the
+one tcp op the backends have fused kernels and patterns for.
+
+JAX (and StableHLO in general) has no softmax and no layer norm:
+``jax.nn.softmax`` arrives as ``e = exp(x - max(x)); e / sum(e)`` over one axis,
+and a layer norm as ``(x - mean) * rsqrt(var + eps) * g + b`` with the means
+written as sums divided by the count (in float32 between casts, for 16-bit
+inputs): four to eight kernels where ``tcp.softmax`` or ``tcp.layer_norm`` is one.
+The matches are exact: the same ``x`` feeds every step, over the same single
+(last, for layer norm) axis, with the reduced values broadcast back along it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from dnnc.ir import tcp
+from dnnc.ir.attrs import float_attr, int_attr, ints, scalar
+from dnnc.ir.builder import TcpBuilder
+from dnnc.ir.types import element_of, shape_of
+from dnnc.passes.base import PatternPass
+
+
+def _broadcast_back(value: SSAValue, reduced: type[tcp.ReduceOp]) -> tcp.ReduceOp | None:
+    """The ``reduced`` op whose result ``value`` is, broadcast back along its reduced axis."""
+    while isinstance(value.owner, tcp.BroadcastOp | tcp.ReshapeOp):
+        value = value.owner.input
+    op = value.owner
+    return op if isinstance(op, reduced) and not scalar(op.keepdim) and len(ints(op.axes)) == 1 else None
+
+
+class RaiseSoftmax(RewritePattern):
+    """div(e, bcast(sum(e, a))) with e = exp(sub(x, bcast(max(x, a)))) -> softmax(x, a)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.DivOp, rewriter: PatternRewriter) -> None:
+        e = op.lhs
+        total = _broadcast_back(op.rhs, tcp.ReduceSumOp)
+        if not isinstance(e.owner, tcp.ExpOp) or total is None or total.input != e:
+            return
+        shifted = e.owner.input
+        if not isinstance(shifted.owner, tcp.SubOp):
+            return
+        x = shifted.owner.lhs
+        peak = _broadcast_back(shifted.owner.rhs, tcp.ReduceMaxOp)
+        if peak is None or peak.input != x or ints(peak.axes) != ints(total.axes) or shape_of(x) != shape_of(op.result):
+            return
+        axis = ints(total.axes)[0]
+        rewriter.replace_op(op, tcp.SoftmaxOp.make([x], {"axis": int_attr(axis)}))
+
+
+def _uncast(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, tcp.CastOp):
+        value = value.owner.input
+    return value
+
+
+def _splat(value: SSAValue) -> float | None:
+    while isinstance(value.owner, tcp.BroadcastOp | tcp.ReshapeOp | tcp.CastOp):
+        value = value.owner.input
+    return float(value.owner.scalar) if isinstance(value.owner, tcp.ConstantOp) else None
+
+
+def _mean_of(value: SSAValue, axis: int) -> SSAValue | None:
+    """``v`` where ``value`` is ``sum(v, axis) / n`` kept as a size-1 axis (casts allowed)."""
+    div = _uncast(value).owner
+    if not isinstance(div, tcp.DivOp):
+        return None
+    total = _broadcast_back(div.lhs, tcp.ReduceSumOp)
+    if total is None or ints(total.axes) != (axis,) or _splat(div.rhs) != shape_of(total.input)[axis]:
+        return None
+    return _uncast(total.input)
+
+
+def _centered(value: SSAValue, axis: int) -> tuple[SSAValue, SSAValue] | None:
+    """``(x, mean)`` where ``value`` is ``x - mean(x)`` along ``axis``."""
+    sub = value.owner
+    if not isinstance(sub, tcp.SubOp):
+        return None
+    mean = sub.rhs
+    while isinstance(mean.owner, tcp.BroadcastOp):
+        mean = mean.owner.input
+    x = sub.lhs
+    return (x, mean) if _mean_of(mean, axis) == _uncast(x) or _mean_of(mean, axis) == x else None
+
+
+def _vector(builder: TcpBuilder, value: SSAValue, size: int, like: SSAValue) -> SSAValue | None:
+    """The per-channel vector a broadcast parameter or splat came from, as ``[size]``."""
+    source = value
+    while isinstance(source.owner, tcp.BroadcastOp | tcp.ReshapeOp):
+        source = source.owner.input
+    if isinstance(source.owner, tcp.ConstantOp):
+        return builder.constant(source.owner.scalar, (size,), element_of(like))
+    if element_of(source) != element_of(like) or [d for d in shape_of(source) if d != 1] != [size]:
+        return None
+    return builder.reshape(source, (size,))
+
+
+class RaiseLayerNorm(RewritePattern):
+    """add(mul(mul(x - mean, bcast(rsqrt(var + eps))), g), b) -> layer_norm(x, g, b)
+    over the last axis, where var is the mean of (x - mean)^2."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.AddOp, rewriter: PatternRewriter) -> None:
+        rank = len(shape_of(op.result))
+        axis = rank - 1
+        for scaled, beta in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            outer = scaled.owner
+            if not isinstance(outer, tcp.MulOp):
+                continue
+            for normed, gamma in ((outer.lhs, outer.rhs), (outer.rhs, outer.lhs)):
+                inner = normed.owner
+                if not isinstance(inner, tcp.MulOp):
+                    continue
+                for centered, rstd in ((inner.lhs, inner.rhs), (inner.rhs, inner.lhs)):
+                    found = self._match(centered, rstd, axis)
+                    if found is None:
+                        continue
+                    x, eps = found
+                    builder = TcpBuilder.before(op)
+                    size = shape_of(x)[axis]
+                    w, b = _vector(builder, gamma, size, x), _vector(builder, beta, size, x)
+                    if w is None or b is None:
+                        return
+                    norm = tcp.LayerNormOp.make([x, w, b], {"axis": int_attr(axis), "epsilon": float_attr(eps)})
+                    rewriter.replace_op(op, norm)
+                    return
+
+    @staticmethod
+    def _match(centered: SSAValue, rstd: SSAValue, axis: int) -> tuple[SSAValue, float] | None:
+        pair = _centered(centered, axis)
+        while isinstance(rstd.owner, tcp.BroadcastOp):
+            rstd = rstd.owner.input
+        if pair is None or not isinstance(rstd.owner, tcp.RsqrtOp):
+            return None
+        shifted = rstd.owner.input.owner
+        if not isinstance(shifted, tcp.AddOp):
+            return None
+        for var, eps_value in ((shifted.lhs, shifted.rhs), (shifted.rhs, shifted.lhs)):
+            eps = _splat(eps_value)
+            square = _mean_of(var, axis)
+            if eps is None or square is None or not isinstance(square.owner, tcp.MulOp):
+                continue
+            a, b = square.owner.lhs, square.owner.rhs
+            if a == b and _centered(a, axis) is not None and _centered(a, axis)[0] == pair[0]:
+                return pair[0], eps
+        return None
+
+
+@dataclass(frozen=True)
+class RaiseOps(PatternPass):
+    name = "raise-ops"
+    patterns = (RaiseSoftmax(), RaiseLayerNorm())
