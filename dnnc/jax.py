@@ -37,8 +37,11 @@ class JaxCompiled:
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         if tree != self.in_tree:
             raise InputError(f"arguments are structured as {tree}, but the function was compiled for {self.in_tree}")
-        device = torch.device(self.module.device)
-        tensors = [torch.from_dlpack(x).to(device) for x in (jax.numpy.asarray(leaf) for leaf in leaves)]
+        device = self.module.device
+        tensors = []
+        for leaf in leaves:
+            t = torch.from_dlpack(leaf if isinstance(leaf, jax.Array) else jax.numpy.asarray(leaf))
+            tensors.append(t if t.device.type == device else t.to(device))
         out = self.module(*tensors)
         outputs = list(out) if isinstance(out, tuple) else [out]
         return jax.tree_util.tree_unflatten(self.out_tree, [jax.dlpack.from_dlpack(t.contiguous()) for t in outputs])
