@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.ir import Block, SSAValue
 from xdsl.traits import IsTerminator
 
@@ -42,6 +44,22 @@ def is_compile_time(value: SSAValue) -> bool:
             return False
         stack.extend(owner.operands)
     return True
+
+
+def inverse_permutation(perm: Sequence[int]) -> list[int]:
+    """``q`` with ``q[perm[i]] = i``: the transpose that undoes ``perm``."""
+    out = [0] * len(perm)
+    for i, p in enumerate(perm):
+        out[p] = i
+    return out
+
+
+def splat_value(value: SSAValue) -> float | int | None:
+    """The one value of a splat constant, seen through broadcasts, reshapes and casts; else None."""
+    owner = value.owner
+    while isinstance(owner, tcp.BroadcastOp | tcp.ReshapeOp | tcp.CastOp):
+        owner = owner.input.owner
+    return owner.scalar if isinstance(owner, tcp.ConstantOp) else None  # type: ignore[return-value]
 
 
 def has_one_use(value: SSAValue) -> bool:

@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from dnnc.ir import tcp
+from dnnc.ir.analysis import splat_value
 from dnnc.ir.attrs import float_attr, int_attr, ints, scalar
 from dnnc.ir.builder import TcpBuilder
 from dnnc.ir.types import element_of, shape_of
@@ -58,19 +59,13 @@ def _uncast(value: SSAValue) -> SSAValue:
     return value
 
 
-def _splat(value: SSAValue) -> float | None:
-    while isinstance(value.owner, tcp.BroadcastOp | tcp.ReshapeOp | tcp.CastOp):
-        value = value.owner.input
-    return float(value.owner.scalar) if isinstance(value.owner, tcp.ConstantOp) else None
-
-
 def _mean_of(value: SSAValue, axis: int) -> SSAValue | None:
     """``v`` where ``value`` is ``sum(v, axis) / n`` kept as a size-1 axis (casts allowed)."""
     div = _uncast(value).owner
     if not isinstance(div, tcp.DivOp):
         return None
     total = _broadcast_back(div.lhs, tcp.ReduceSumOp)
-    if total is None or ints(total.axes) != (axis,) or _splat(div.rhs) != shape_of(total.input)[axis]:
+    if total is None or ints(total.axes) != (axis,) or splat_value(div.rhs) != shape_of(total.input)[axis]:
         return None
     return _uncast(total.input)
 
@@ -140,13 +135,13 @@ class RaiseLayerNorm(RewritePattern):
         if not isinstance(shifted, tcp.AddOp):
             return None
         for var, eps_value in ((shifted.lhs, shifted.rhs), (shifted.rhs, shifted.lhs)):
-            eps = _splat(eps_value)
+            eps = splat_value(eps_value)
             square = _mean_of(var, axis)
             if eps is None or square is None or not isinstance(square.owner, tcp.MulOp):
                 continue
             a, b = square.owner.lhs, square.owner.rhs
             if a == b and _centered(a, axis) is not None and _centered(a, axis)[0] == pair[0]:
-                return pair[0], eps
+                return pair[0], float(eps)
         return None
 
 

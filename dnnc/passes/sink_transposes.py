@@ -22,17 +22,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import is_compile_time
+from dnnc.ir.analysis import inverse_permutation, is_compile_time
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.types import as_tensor_type, tensor_type
 from dnnc.passes.base import PatternPass
-
-
-def _inverse(perm: list[int]) -> list[int]:
-    inverse = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inverse[p] = i
-    return inverse
 
 
 class SinkThroughElementwise(RewritePattern):
@@ -53,7 +46,7 @@ class SinkThroughElementwise(RewritePattern):
                 return  # a runtime operand in another layout: moving the transpose would add one
         if perm is None:
             return
-        inverse = _inverse(perm)
+        inverse = inverse_permutation(perm)
         operands: list[SSAValue] = []
         for v in op.operands:
             if isinstance(v.owner, tcp.TransposeOp):

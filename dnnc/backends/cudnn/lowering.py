@@ -28,6 +28,7 @@ from dnnc.backends.cudnn.patterns import BINARY_MODES, clamp_bounds, unary_mode
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SITE_ATTR, SPEC_PLAN_ATTR, group_attr
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
+from dnnc.ir.analysis import inverse_permutation
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
 from dnnc.ir.types import describe, element_of, shape_of
 
@@ -66,13 +67,6 @@ def permuted_strides(physical: Sequence[int], perm: Sequence[int]) -> tuple[list
     """Dims and strides of ``transpose(x, perm)`` read from x's row-major buffer."""
     strides = cudnn.row_major_strides(physical)
     return [physical[p] for p in perm], [strides[p] for p in perm]
-
-
-def inverse(perm: Sequence[int]) -> list[int]:
-    out = [0] * len(perm)
-    for i, p in enumerate(perm):
-        out[p] = i
-    return out
 
 
 class _Lowering:
@@ -154,7 +148,7 @@ class _Lowering:
         if isinstance(owner, tcp.TransposeOp) and owner.input in self.values and owner not in self.skip:
             logical = self.values[owner.input]
             perm = ints(owner.permutation)
-            dims, strides = permuted_strides(shape_of(v), inverse(perm))
+            dims, strides = permuted_strides(shape_of(v), inverse_permutation(perm))
             if list(dims) == list(shape_of(logical)):
                 return logical, strides
         value = self.values[v]

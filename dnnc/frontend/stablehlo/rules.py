@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 
 from dnnc.frontend.stablehlo.importer import Importer
 from dnnc.ir import tcp
+from dnnc.ir.analysis import inverse_permutation, splat_value
 from dnnc.ir.attrs import float_attr, i64_array, int_attr, str_attr
 from dnnc.ir.types import element_of, is_float, shape_of, tensor_type, torch_dtype
 
@@ -134,21 +135,13 @@ def _binary(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
     if kind in (tcp.MaximumOp, tcp.MinimumOp) and is_float(element_of(args[0])):
         # max(x, 0) is how JAX writes ReLU: as a clamp it is the ReLU every backend's patterns know
         for x, bound in ((args[0], args[1]), (args[1], args[0])):
-            value = _splat(bound)
+            value = splat_value(bound)
             if value == (float("-inf") if kind is tcp.MaximumOp else float("inf")):
                 return [x]  # max(x, -inf) and min(x, inf) are x (NaN stays NaN)
             if value is not None:
                 side = "min" if kind is tcp.MaximumOp else "max"
                 return [im.build(tcp.ClampOp, [x], **{side: float_attr(float(value))})]
     return [im.build(kind, args)]
-
-
-def _splat(value: SSAValue) -> float | int | None:
-    """The one value of a splat constant (through broadcasts, reshapes and casts), else None."""
-    owner = value.owner
-    while isinstance(owner, tcp.BroadcastOp | tcp.ReshapeOp | tcp.CastOp):
-        owner = owner.input.owner
-    return owner.scalar if isinstance(owner, tcp.ConstantOp) else None  # type: ignore[return-value]
 
 
 def _unary(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
@@ -193,7 +186,7 @@ def _select(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
 
 @rule("stablehlo.clamp")
 def _clamp(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
-    lo, hi = _splat(args[0]), _splat(args[2])
+    lo, hi = splat_value(args[0]), splat_value(args[2])
     if lo is not None and hi is not None and is_float(element_of(args[1])):
         return [im.build(tcp.ClampOp, [args[1]], min=float_attr(float(lo)), max=float_attr(float(hi)))]
     low, x, high = (im.broadcast_to(v, shape_of(args[1])) for v in args)
@@ -245,7 +238,7 @@ def _slice(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
 
 
 def _splat_of(im: Importer, value: SSAValue, what: str) -> float | int:
-    found = _splat(value)
+    found = splat_value(value)
     if found is None:
         im.fail(f"{what} must be a constant")
     return found
@@ -331,10 +324,7 @@ def _to_nchw(im: Importer, x: SSAValue, batch: int, feature: int, spatial: Seque
 
 
 def _from_nchw(im: Importer, y: SSAValue, batch: int, feature: int, spatial: Sequence[int]) -> SSAValue:
-    perm = [0] * 4
-    for src, dst in enumerate((batch, feature, *spatial)):
-        perm[dst] = src
-    return im.transpose(y, perm)
+    return im.transpose(y, inverse_permutation([batch, feature, *spatial]))
 
 
 @rule("stablehlo.convolution")
