@@ -165,6 +165,13 @@ class DispatchOp(IRDLOperation):
         found = SymbolTable.lookup_symbol(self, self.kernel_name)
         return found if isinstance(found, KernelOp) else None
 
+    def declaration(self) -> KernelDecl:
+        """The declaration of the kernel this dispatches (raises if the module has none)."""
+        kernel = self.kernel_op()
+        if kernel is None:
+            raise KernelDeclarationError(f"{self.name}: no extern.kernel @{self.kernel_name} in the module")
+        return kernel.declaration()
+
     def constant_values(self) -> list[int | float]:
         return [float(c.value.data) if isinstance(c, FloatAttr) else int(c.value.data) for c in self.constants.data]  # type: ignore[attr-defined]
 
@@ -172,34 +179,29 @@ class DispatchOp(IRDLOperation):
         top = self.get_toplevel_object()
         if not isinstance(top, ModuleOp):
             return  # being built; checked once it is in a module
-        kernel = self.kernel_op()
-        if kernel is None:
-            raise VerifyException(f"{self.name}: no extern.kernel @{self.kernel_name} in the module")
         try:
-            check_dispatch(
-                kernel.declaration(), [a.type for a in self.args], [r.type for r in self.outputs], self.constant_values()
-            )
+            decl = self.declaration()
+        except KernelDeclarationError as e:  # its message names this op already
+            raise VerifyException(str(e)) from None
+        try:
+            expected = dispatch_result_types(decl, [a.type for a in self.args], self.constant_values())
         except KernelDeclarationError as e:
             raise VerifyException(f"{self.name}: {e}") from None
+        results = [r.type for r in self.outputs]
+        if results != expected:
+            got = ", ".join(describe(t) for t in results) or "none"
+            want = ", ".join(describe(t) for t in expected) or "none"
+            raise VerifyException(f"{self.name}: kernel {decl.name}: results are {got}, but the declaration gives {want}")
 
 
-def check_dispatch(decl: KernelDecl, arg_types: list[Any], result_types: list[Any], constants: list[int | float]) -> None:
-    """A call of ``decl`` with these tensor types and constants is well formed (raises otherwise)."""
-    from dnnc.ir.types import torch_dtype
+def dispatch_result_types(decl: KernelDecl, arg_types: list[Any], constants: list[int | float]) -> list[TensorType]:
+    """The result types of a call of ``decl`` on tensors of these types with these caller
+    constants; raises if the call does not fit (bindings, grid limits, constant ranges)."""
+    from dnnc.ir.types import element_from_name, torch_dtype
 
     symbols = decl.bind([shape_of(t) for t in arg_types], [torch_dtype(t.element_type) for t in arg_types])
-    expected = dispatch_result_types(decl, symbols)
-    if list(result_types) != expected:
-        got = ", ".join(describe(t) for t in result_types) or "none"
-        want = ", ".join(describe(t) for t in expected) or "none"
-        raise decl.fail(f"results are {got}, but the declaration gives {want}")
     decl.grid_for(symbols)
     decl.constant_values(symbols, constants)
-
-
-def dispatch_result_types(decl: KernelDecl, symbols: Mapping[str, int]) -> list[TensorType]:
-    from dnnc.ir.types import element_from_name
-
     return [tensor_type(s, element_from_name(b.dtype)) for b, s in zip(decl.outputs, decl.output_shapes(symbols))]
 
 

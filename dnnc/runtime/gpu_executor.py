@@ -33,7 +33,6 @@ from xdsl.traits import IsTerminator
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.backends.reference.interpreter import execute
 from dnnc.backends.reference.rules import Value
-from dnnc.errors import DnncError
 from dnnc.ir import cudnn, extern, tcp
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
@@ -123,10 +122,7 @@ def extern_kernel(op: extern.DispatchOp, device: torch.device, objects: Callable
     from dnnc.kernels.custom import loaded_kernel
     from dnnc.kernels.runtime import ExternKernel, LoadedKernel
 
-    kernel = op.kernel_op()
-    if kernel is None:
-        raise DnncError(f"extern.dispatch: no extern.kernel @{op.kernel_name} in the module")
-    decl = kernel.declaration()
+    decl = op.declaration()
     loaded: LoadedKernel = loaded_kernel(decl, device, objects(decl))
     return ExternKernel(loaded, op.constant_values())
 

@@ -16,7 +16,6 @@ import torch
 import torch.nn.functional as F
 from xdsl.ir import Attribute, Operation
 
-from dnnc.errors import DnncError
 from dnnc.ir import extern, tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import is_float, shape_of, torch_dtype
@@ -298,7 +297,4 @@ def _dispatch(op: extern.DispatchOp, args: list[Value], env: Env) -> list[Value]
     """A user kernel's meaning is its reference implementation."""
     from dnnc.kernels.reference import run_reference
 
-    kernel = op.kernel_op()
-    if kernel is None:
-        raise DnncError(f"extern.dispatch: no extern.kernel @{op.kernel_name} in the module")
-    return run_reference(kernel.declaration(), args, op.constant_values())
+    return run_reference(op.declaration(), args, op.constant_values())

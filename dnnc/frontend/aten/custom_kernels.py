@@ -11,7 +11,6 @@ from dnnc.errors import KernelDeclarationError
 from dnnc.frontend.aten.registry import IMPORT_RULES
 from dnnc.frontend.emitter import Emitter
 from dnnc.ir.extern import DispatchOp, constant_attrs, dispatch_result_types
-from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 
 def register_import_rule(target: OpOverload, decl: Any) -> None:
@@ -19,10 +18,7 @@ def register_import_rule(target: OpOverload, decl: Any) -> None:
         inputs = [em.value(args[b.name]) for b in decl.inputs]
         constants = [args[c.name] for c in decl.call_constants]
         try:
-            symbols = decl.bind([shape_of(v) for v in inputs], [torch_dtype(element_of(v)) for v in inputs])
-            decl.grid_for(symbols)
-            decl.constant_values(symbols, constants)
-            types = dispatch_result_types(decl, symbols)
+            types = dispatch_result_types(decl, [v.type for v in inputs], constants)
         except KernelDeclarationError as e:
             em.unsupported(str(e))
         op = DispatchOp(decl.name, inputs, constant_attrs(decl, constants), types)
