@@ -156,20 +156,13 @@ def _compile_stablehlo(path: Path, output: Path | None, device: str | None, chec
 def _check_against_reference(compiled: Any, reference: Program) -> None:
     """Fresh random inputs through the compiled program and the reference backend."""
     from dnnc.backends.reference import ReferenceExecutor
-    from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
 
     g = torch.Generator().manual_seed(int(time.time()))
     fresh = [_random_like(torch.empty(s.shape, dtype=s.dtype), g) for s in compiled.input_specs]
     expected = ReferenceExecutor(reference).run(fresh)
     out = compiled(*[x.to(compiled.device) for x in fresh])
     got = [t.cpu() for t in (out if isinstance(out, tuple) else (out,))]
-    table = GPU_TOLERANCE if compiled.device == "cuda" else TOLERANCE
-    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e, tolerances=table)) is not None]
-    worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
-    verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
-    console.print(f"check: {verdict} the reference backend on fresh random inputs (largest relative error {worst:.2e})")
-    if problems:
-        raise click.ClickException(f"compiled program does not match the reference backend: {problems[0]}")
+    _report_check(got, expected, compiled.device, "the reference backend")
 
 
 def _load(model: str, kwargs: dict[str, Any], dtype: str | None) -> tuple[torch.nn.Module, tuple[Any, ...], str]:
@@ -232,25 +225,30 @@ def _check_against_eager(compiled: Any, module: torch.nn.Module, example: tuple[
     every output must match by ``dnnc.numerics``' rules and tolerances."""
     import torch.utils._pytree as pytree
 
-    from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
-
     g = torch.Generator().manual_seed(int(time.time()))
     fresh = tuple(_random_like(x, g) if isinstance(x, torch.Tensor) else x for x in example)
     with torch.no_grad():
         expected = pytree.tree_leaves(module(*fresh))
     on_device = tuple(x.to(compiled.device) if isinstance(x, torch.Tensor) else x for x in fresh)
     got = [t.cpu() for t in pytree.tree_leaves(compiled(*on_device))]
-    table = GPU_TOLERANCE if compiled.device == "cuda" else TOLERANCE  # float32 may run as TF32 on the GPU
+    _report_check(got, expected, compiled.device, "PyTorch eager")
+
+
+def _report_check(got: list[torch.Tensor], expected: list[torch.Tensor], device: str, against: str) -> None:
+    """Print whether every output matches by ``dnnc.numerics``' rules and tolerances; fail if one does not."""
+    from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
+
+    table = GPU_TOLERANCE if device == "cuda" else TOLERANCE  # float32 may run as TF32 on the GPU
     problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e, tolerances=table)) is not None]
     worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
     verdict = "[red]DIFFERS from[/red]" if problems else "[green]matches[/green]"
     shown = (torch.float32, torch.float16, torch.bfloat16)
     tolerances = ", ".join(f"{str(d).removeprefix('torch.')} {table[d]:g}" for d in shown)
     console.print(
-        f"check: {verdict} PyTorch eager on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
+        f"check: {verdict} {against} on fresh random inputs (largest relative error {worst:.2e}; tolerance {tolerances})"
     )
     if problems:
-        raise click.ClickException(f"compiled program does not match PyTorch eager: {problems[0]}")
+        raise click.ClickException(f"compiled program does not match {against}: {problems[0]}")
 
 
 # explain ------------------------------------------------------------------------------
