@@ -178,3 +178,25 @@ def test_evaluation_computes_each_node_once(monkeypatch: pytest.MonkeyPatch) -> 
         graph.evaluate(n)
         graph.evaluate(n)
     assert len(calls) == len(nodes)
+
+
+def test_a_rule_that_refuses_halfway_leaves_nothing_behind() -> None:
+    from xdsl.ir import Block
+
+    from dnnc.frontend.emitter import Emitter, OpRefused
+    from dnnc.ir.params import ParamStore
+    from dnnc.ir.types import tensor_type
+
+    f32 = tensor_type((2,), torch.float32)
+    block = Block(arg_types=[f32])
+    em = Emitter(block, ParamStore())
+    kept = em.param("w", torch.ones(2))
+    checkpoint = em.checkpoint()
+    with pytest.raises(OpRefused, match="halfway"):
+        em.param("v", torch.zeros(2))
+        em.constant(0.5, (2,), f32.element_type)
+        em.kernels["k"] = object()
+        em.unsupported("halfway")
+    em.rollback(checkpoint)
+    assert list(block.ops) == [kept.owner] and list(em.params) == ["w"] and not em.kernels
+    assert em.param("v", torch.zeros(2)).owner in block.ops  # built again on demand
