@@ -782,15 +782,84 @@ def _fill_random(program: Program) -> None:
 
 
 @main.command("ops")
-def ops_command() -> None:
-    """List the tcp ops and the ATen ops the importer accepts (user kernels declared in
-    this process appear as ``dnnc_user.<name>``)."""
+@click.option(
+    "--check",
+    "model",
+    metavar="MODEL",
+    default=None,
+    help="Export MODEL (path/to/file.py:factory or package.module:factory) as compile does and list the ATen ops it cannot import.",
+)
+@click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
+@click.option("--dtype", type=click.Choice(list(_DTYPES)), default=None, help="Cast the model and its floating inputs first.")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N.")
+@click.option("--json", "as_json", is_flag=True, help="With --check: print the findings as one JSON object.")
+@user_errors
+def ops_command(model: str | None, factory_args: tuple[str, ...], dtype: str | None, batch: int | None, as_json: bool) -> None:
+    """List the tcp ops and the ATen ops the importer accepts, one per line (user kernels
+    declared in this process appear as ``dnnc_user.<name>``).
+
+    With ``--check MODEL``: import MODEL's exported program (nothing is compiled
+    further) and list every ATen op it cannot take, with its count, reason and first
+    source line; exit status 1 if there is one. Constant ops without a rule are
+    computed at compile time and are not problems."""
+    if model is not None:
+        _check_ops(model, factory_args, dtype, batch, as_json)
+        return
+    if factory_args or dtype or batch or as_json:
+        raise DnncError("--arg, --dtype, --batch and --json apply to --check MODEL")
     from dnnc.frontend.aten import IMPORT_RULES
     from dnnc.ir.tcp import ALL_OPS
 
-    out.print("tcp ops: " + ", ".join(op.name for op in ALL_OPS))
-    out.print("extern ops (user kernels): extern.kernel, extern.dispatch")
-    out.print("ATen ops: " + ", ".join(sorted(str(t) for t in IMPORT_RULES)))
+    sections = {
+        "tcp ops": [op.name for op in ALL_OPS],
+        "extern ops (user kernels)": ["extern.kernel", "extern.dispatch"],
+        "ATen ops": sorted(str(t) for t in IMPORT_RULES),
+    }
+    for title, names in sections.items():
+        click.echo(f"{title} ({len(names)}):")
+        for name in names:
+            click.echo(f"  {name}")
+
+
+def _check_ops(model: str, factory_args: tuple[str, ...], dtype: str | None, batch: int | None, as_json: bool) -> None:
+    """``dnnc ops --check``: the import's own findings (one mechanism with compile's)."""
+    import json
+
+    from dnnc.frontend.problems import table
+    from dnnc.frontend.torch_export import survey
+    from dnnc.model_loader import parse_kwargs
+    from dnnc.pipeline import CompileReport, exported_program
+
+    if Path(model).suffix in STABLEHLO_SUFFIXES:
+        raise DnncError(f"dnnc ops --check takes PyTorch models (path/to/file.py:factory); {model} is StableHLO")
+    kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
+    with console.status("loading the model"):
+        module, inputs, name = _load(model, kwargs, dtype)
+    with console.status(f"exporting and importing {name}"):
+        found = survey(exported_program(module, inputs, CompileReport()))
+    computed = ", ".join(f"{op} x{n}" for op, n in found.computed.most_common())
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "model": name,
+                    "supported": not found.unsupported,
+                    "ops": dict(found.ops.most_common()),
+                    "unsupported": [u.as_dict() for u in found.unsupported],
+                    "computed_at_compile_time": dict(found.computed.most_common()),
+                },
+                indent=1,
+            )
+        )
+    elif found.unsupported:
+        click.echo(table(found.unsupported))
+        if computed:
+            click.echo(f"computed at compile time (constant): {computed}")
+    else:
+        also = f" ({computed} computed at compile time)" if computed else ""
+        click.echo(f"all {len(found.ops)} ATen ops of {name} are supported{also}")
+    if found.unsupported:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

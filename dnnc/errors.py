@@ -9,7 +9,18 @@ class DnncError(Exception):
 
 
 class UnsupportedOpError(DnncError):
-    """The importer met an op (or an argument of it) it has no rule for."""
+    """The importer met ops (or arguments of them) it has no rule for. ``problems``
+    holds one entry per unsupported op and reason when the whole model was surveyed
+    (``dnnc.frontend.problems.UnsupportedOp``), so tools can list them."""
+
+    def __init__(self, message: str, problems: tuple[object, ...] = ()):
+        super().__init__(message)
+        self.problems = problems
+
+
+class ExportError(DnncError):
+    """``torch.export`` could not trace the model (data-dependent control flow,
+    Python it cannot follow, or a model that raises for the example inputs)."""
 
 
 class IRError(DnncError):

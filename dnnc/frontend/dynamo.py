@@ -51,7 +51,9 @@ def dnnc_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Cal
             return compiled
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     fallbacks.append(GraphFallback(ops, reason))
-    log.warning("dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, reason.splitlines()[0])
+    log.warning(
+        "dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, "; ".join(map(str.strip, reason.splitlines()))
+    )
     return gm.forward
 
 

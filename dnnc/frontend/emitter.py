@@ -3,7 +3,7 @@ that point at the user's source line. Op construction itself is TcpBuilder's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -38,9 +38,52 @@ class PendingParam:
     tensor: torch.Tensor
 
 
+@dataclass(frozen=True)
+class FoldedConstant:
+    """A constant node (computed from stored tensors only) that the import rules
+    cannot express, for ``reason``. ``compute`` evaluates it with PyTorch; that
+    happens at first use by imported code, and the value becomes the parameter
+    ``name``. A constant used only by other folded constants is never computed alone."""
+
+    name: str
+    reason: str
+    compute: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Broken:
+    """The value of a node that could not be imported and has no stand-in (no static
+    tensor type). Its problem is reported once, at that node; nodes that use the
+    value are skipped, not reported again."""
+
+
+BROKEN = Broken()
+
+
+class OpRefused(UnsupportedOpError):
+    """A node (its op, or these arguments of it) that cannot be imported, and why."""
+
+    def __init__(self, node: torch.fx.Node | None, reason: str):
+        op = str(node.target) if node is not None else "<graph>"
+        where = locate(node) if node is not None else None
+        super().__init__(f"{op}: {reason}" + (f"\n  at {where}" if where else ""))
+        self.node = node
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What the emitter has built so far, to undo a rule that refused halfway."""
+
+    last_op: Operation | None
+    params: frozenset[str]
+    kernels: frozenset[str]
+
+
 class Emitter(TcpBuilder):
     def __init__(self, block: Block, params: ParamStore):
         super().__init__(TcpBuilder.at_end(block).insert_point)
+        self.block = block
         self.params = params
         self.values: dict[torch.fx.Node, object] = {}
         self.node: torch.fx.Node | None = None
@@ -51,11 +94,25 @@ class Emitter(TcpBuilder):
     # Errors ---------------------------------------------------------------------------
 
     def unsupported(self, reason: str, node: torch.fx.Node | None = None) -> NoReturn:
-        """Stop the import, naming the ATen op and where the user's code called it."""
-        node = node or self.node
-        op = str(node.target) if node is not None else "<graph>"
-        where = locate(node) if node is not None else None
-        raise UnsupportedOpError(f"{op}: {reason}" + (f"\n  at {where}" if where else ""))
+        """Refuse the node (or ``node``, the argument at fault), naming the ATen op and
+        where the user's code called it. The importer collects these over the model."""
+        raise OpRefused(node or self.node, reason)
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(self.block.last_op, frozenset(self._param_values), frozenset(self.kernels))
+
+    def rollback(self, to: Checkpoint) -> None:
+        """Erase what was built since ``to`` (latest first, so no erased op has uses)."""
+        while self.block.last_op is not to.last_op:
+            last = self.block.last_op
+            assert last is not None
+            self.block.erase_op(last)
+        added = set(self._param_values) - to.params
+        for name in added:
+            del self._param_values[name]
+        self.params.keep_only(set(self.params) - added)
+        for name in set(self.kernels) - to.kernels:
+            del self.kernels[name]
 
     def build(self, op_type: type[tcp.TcpOp], operands: Sequence[SSAValue | Sequence[SSAValue]], **props: Attribute) -> SSAValue:
         try:
@@ -84,13 +141,32 @@ class Emitter(TcpBuilder):
         if not isinstance(arg, torch.fx.Node):
             self.unsupported(f"expected a tensor argument, got {arg!r}")
         v = self.values[arg]
+        if isinstance(v, FoldedConstant):
+            v = self.values[arg] = self._computed(arg, v)
         if isinstance(v, PendingParam):
-            v = self.values[arg] = self.param(v.name, v.tensor)
+            v = self.param(v.name, v.tensor)
         if isinstance(v, Unavailable):
             self.unsupported(f"uses {v.what}, which dnnc does not compute", arg)
+        if isinstance(v, Broken):
+            self.unsupported("uses a value that could not be imported", arg)
         if not isinstance(v, SSAValue):
             self.unsupported(f"expected a tensor argument, got {type(v).__name__}")
         return v
+
+    def _computed(self, node: torch.fx.Node, folded: FoldedConstant) -> PendingParam:
+        """A folded constant's value, computed now, as a parameter to be."""
+        try:
+            tensor = folded.compute()
+        except Exception as e:  # PyTorch running the model's own op on stored tensors
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            self.unsupported(f"{folded.reason}; computing it at compile time failed: {type(e).__name__}: {first}", node)
+        if not isinstance(tensor, torch.Tensor):
+            self.unsupported(f"{folded.reason}; its compile-time value is {type(tensor).__name__}, not a tensor", node)
+        try:
+            tensor_type(tensor.shape, tensor.dtype)
+        except UnsupportedDtypeError as e:
+            self.unsupported(f"{folded.reason}; its compile-time value cannot be a parameter: {e}", node)
+        return PendingParam(folded.name, tensor)
 
     def meta(self, arg: object) -> torch.Tensor:
         val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None

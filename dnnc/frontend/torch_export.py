@@ -1,15 +1,24 @@
 """Import a ``torch.export`` program (core ATen after decomposition) into tcp.
 
 The walk is generic: placeholders become function arguments or named parameters,
-every call goes through the rule table in ``dnnc.frontend.aten``, and an op with no
-rule stops the import with its name and the user's source line.
+every call goes through the rule table in ``dnnc.frontend.aten``. A node the rules
+cannot take does not stop the walk. A constant one (``constants``: computed from
+stored tensors alone) is computed by PyTorch at compile time where imported code
+uses it. Any other is recorded with its reason (``problems``) and replaced by a
+stand-in of its type, so the nodes after it are still checked for problems of
+their own (not for the stand-in: rules decide on types and attributes only). The
+import then fails with one error listing every unsupported op of the model;
+``survey`` returns the same findings instead, for ``dnnc ops --check``.
 """
 
 from __future__ import annotations
 
+import logging
 import operator
 import warnings
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,22 +28,41 @@ from torch.export.graph_signature import InputKind, OutputKind
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
+from xdsl.transforms.dead_code_elimination import region_dce
 
-from dnnc.errors import UnsupportedOpError
+from dnnc.errors import DnncError, UnsupportedOpError
 from dnnc.frontend.aten import IGNORED, IMPORT_RULES, bind_args
-from dnnc.frontend.emitter import Emitter, PendingParam
+from dnnc.frontend.constants import STORED_KINDS, ConstantGraph, stored_tensor
+from dnnc.frontend.emitter import BROKEN, Broken, Emitter, FoldedConstant, OpRefused, PendingParam
+from dnnc.frontend.export_errors import export_error, held_torch_output
+from dnnc.frontend.problems import NO_RULE, Problems, UnsupportedOp, op_name
+from dnnc.ir import tcp
 from dnnc.ir.extern import KernelOp
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
 from dnnc.ir.types import UnsupportedDtypeError, tensor_type
 
+log = logging.getLogger("dnnc.export")
+
+COMPUTED_PREFIX = "const."
+"""Parameters holding constant nodes computed at compile time are named ``const.<node>``."""
+
 
 def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedProgram:
-    """torch.export the model and decompose it to core ATen."""
+    """torch.export the model and decompose it to core ATen. A model export cannot
+    trace is an ``ExportError`` (export's reason, the user's line); the traceback
+    and what torch printed go to the debug log."""
     with torch.no_grad(), warnings.catch_warnings():
         # torch's own pytree deprecation notice, raised inside torch.export itself.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        ep = torch.export.export(model, tuple(example_inputs))
+        try:
+            with held_torch_output():
+                ep = torch.export.export(model, tuple(example_inputs))
+        except DnncError:
+            raise
+        except Exception as e:
+            log.debug("torch.export failed", exc_info=e)
+            raise export_error(e) from None
         return decompose(ep)
 
 
@@ -44,85 +72,170 @@ def decompose(ep: ExportedProgram) -> ExportedProgram:
 
 
 def import_program(ep: ExportedProgram) -> Program:
-    signature = ep.graph_signature
-    user_inputs = [s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT]
-    stored = {
-        s.arg.name: s.target
-        for s in signature.input_specs
-        if s.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
-    }
-    for spec in signature.output_specs:
-        if spec.kind != OutputKind.USER_OUTPUT:
-            raise UnsupportedOpError(
-                f"the model writes its buffer {spec.target} while running ({spec.kind.name}), as BatchNorm does in "
-                "training mode; dnnc compiles inference graphs without side effects: call model.eval() first"
-            )
+    """The tcp program of a core-ATen program; ``UnsupportedOpError`` lists every op it cannot take."""
+    imported = _Import(ep)
+    if imported.problems:
+        raise imported.problems.error()
+    return imported.program
 
-    nodes = {n.name: n for n in ep.graph.nodes}
-    input_types = []
-    for name in user_inputs:
-        val = nodes[name].meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            raise UnsupportedOpError(f"input {name!r} is {type(val).__name__}; dnnc takes tensors only")
+
+@dataclass(frozen=True)
+class Survey:
+    """What importing a program found."""
+
+    ops: Counter[str]
+    """Every ATen op of the program, with how often it occurs."""
+    unsupported: list[UnsupportedOp]
+    """The ops (and reasons) the import refuses."""
+    computed: Counter[str]
+    """Constant ops no rule takes, computed by PyTorch at compile time instead."""
+
+
+def survey(ep: ExportedProgram) -> Survey:
+    """Import the program as ``import_program`` does, reporting instead of failing."""
+    imported = _Import(ep)
+    ops = Counter(
+        op_name(n)
+        for n in ep.graph.nodes
+        if n.op == "call_function" and n.target is not operator.getitem and n.target not in IGNORED
+    )
+    return Survey(ops, imported.problems.summary(), imported.computed)
+
+
+class _Import:
+    """One walk over the exported graph, in order; the results are its attributes."""
+
+    def __init__(self, ep: ExportedProgram):
+        self.ep = ep
+        self.problems = Problems()
+        self.constants = ConstantGraph(ep)
+        self.folded: dict[str, torch.fx.Node] = {}
+        signature = ep.graph_signature
+        user_inputs = [s.arg.name for s in signature.input_specs if s.kind == InputKind.USER_INPUT]
+        stored = {s.arg.name: s.target for s in signature.input_specs if s.kind in STORED_KINDS}
+        for spec in signature.output_specs:
+            if spec.kind != OutputKind.USER_OUTPUT:
+                raise UnsupportedOpError(
+                    f"the model writes its buffer {spec.target} while running ({spec.kind.name}), as BatchNorm does in "
+                    "training mode; dnnc compiles inference graphs without side effects: call model.eval() first"
+                )
+
+        nodes = {n.name: n for n in ep.graph.nodes}
+        input_types = []
+        for name in user_inputs:
+            val = nodes[name].meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                raise UnsupportedOpError(f"input {name!r} is {type(val).__name__}; dnnc takes tensors only")
+            try:
+                input_types.append(tensor_type(val.shape, val.dtype))
+            except UnsupportedDtypeError as e:
+                raise UnsupportedOpError(f"input {name!r}: {e}") from None
+
+        block = Block(arg_types=input_types)
+        em = self.em = Emitter(block, ParamStore())
+        for name, arg in zip(user_inputs, block.args):
+            arg.name_hint = _hint(name)
+            em.values[nodes[name]] = arg
+
+        outputs: list[SSAValue] = []
+        for node in ep.graph.nodes:
+            em.node = node
+            if node.op == "placeholder":
+                if node.name in stored:
+                    em.values[node] = _stored_tensor(ep, stored[node.name], node.name)
+                elif node.name not in user_inputs:
+                    raise UnsupportedOpError(f"input {node.name!r} of kind {_input_kind(signature, node.name)} is not supported")
+            elif node.op == "call_function":
+                self._import_call(node)
+            elif node.op == "output":
+                outputs = [v for v in map(self._output_value, node.args[0]) if v is not None]
+            elif node.op == "get_attr":  # a subgraph of a control-flow op: that op is what is refused
+                em.values[node] = getattr(ep.graph_module, str(node.target), None)
+            else:
+                self._refused(node, OpRefused(node, f"fx node kind {node.op!r}"))
+
+        block.add_op(func.ReturnOp(*outputs))
+        fn = func.FuncOp(ENTRY, (input_types, [v.type for v in outputs]), Region(block))
+        region_dce(fn.body)  # what only folded constants used (they are computed without it)
+        kernels = [KernelOp(decl) for decl in em.kernels.values()]
+        self.program = Program(ModuleOp([*kernels, fn]), em.params)
+        self.program.prune_params()
+
+    @property
+    def computed(self) -> Counter[str]:
+        """The folded constants the program uses, by op."""
+        return Counter(op_name(node) for name, node in self.folded.items() if name in self.program.params)
+
+    def _import_call(self, node: torch.fx.Node) -> None:
+        em = self.em
+        target = node.target
+        if target in IGNORED:
+            return
+        if any(isinstance(em.values.get(a), Broken) for a in node.all_input_nodes):
+            em.values[node] = BROKEN  # an input without a stand-in, its problem reported already
+            return
+        if target is operator.getitem:
+            source, index = node.args
+            value = em.values[source]  # type: ignore[index]
+            em.values[node] = self._fold(node, value.reason) if isinstance(value, FoldedConstant) else value[index]  # type: ignore[index]
+            return
+        checkpoint = em.checkpoint()
         try:
-            input_types.append(tensor_type(val.shape, val.dtype))
-        except UnsupportedDtypeError as e:
-            raise UnsupportedOpError(f"input {name!r}: {e}") from None
+            rule = IMPORT_RULES.get(target)  # type: ignore[arg-type]
+            if rule is None:
+                em.unsupported(NO_RULE)
+            result = rule(em, **bind_args(target, node.args, node.kwargs))  # type: ignore[arg-type]
+        except UnsupportedOpError as e:
+            em.rollback(checkpoint)
+            refused = e if isinstance(e, OpRefused) else OpRefused(node, str(e))
+            if self.constants.is_constant(node):
+                em.values[node] = self._fold(node, refused.reason)
+            else:
+                self._refused(node, refused)
+            return
+        if isinstance(result, SSAValue) and result.name_hint is None and result.owner is not None:
+            result.name_hint = _hint(node.name)
+        em.values[node] = result
 
-    block = Block(arg_types=input_types)
-    em = Emitter(block, ParamStore())
-    for name, arg in zip(user_inputs, block.args):
-        arg.name_hint = _hint(name)
-        em.values[nodes[name]] = arg
+    def _fold(self, node: torch.fx.Node, reason: str) -> FoldedConstant:
+        name = self.em.params.fresh_name(COMPUTED_PREFIX + node.name)
+        self.folded[name] = node
+        return FoldedConstant(name, reason, lambda: self.constants.evaluate(node))
 
-    outputs: list[SSAValue] = []
-    for node in ep.graph.nodes:
-        em.node = node
-        if node.op == "placeholder":
-            if node.name in stored:
-                em.values[node] = _stored_tensor(ep, stored[node.name], node.name)
-            elif node.name not in user_inputs:
-                raise UnsupportedOpError(f"input {node.name!r} of kind {_input_kind(signature, node.name)} is not supported")
-        elif node.op == "call_function":
-            _import_call(em, node)
-        elif node.op == "output":
-            outputs = [_output_value(em, v) for v in node.args[0]]
-        else:
-            em.unsupported(f"fx node kind {node.op!r}")
+    def _refused(self, node: torch.fx.Node, refused: OpRefused) -> None:
+        """Record the problem at the node at fault (the node, or an input it cannot use)."""
+        culprit = refused.node or node
+        self.problems.add(culprit, refused.reason)
+        for n in dict.fromkeys((culprit, node)):
+            self.em.values[n] = self._stand_in(n.name, n.meta.get("val"))
 
-    block.add_op(func.ReturnOp(*outputs))
-    fn = func.FuncOp(ENTRY, (input_types, [v.type for v in outputs]), Region(block))
-    kernels = [KernelOp(decl) for decl in em.kernels.values()]
-    return Program(ModuleOp([*kernels, fn]), em.params)
+    def _stand_in(self, name: str, val: object) -> object:
+        """A value of the refused node's type (its outputs' types), for the nodes that use
+        it; broken where the type is unknown or not dnnc's, and its users are skipped.
+        The program is never run: the import fails."""
+        if isinstance(val, (tuple, list)):
+            return tuple(self._stand_in(f"{name}.{i}", v) for i, v in enumerate(val))
+        if not isinstance(val, torch.Tensor):
+            return BROKEN
+        try:
+            return self.em.emit(tcp.ParamOp(f"unimported.{name}", tensor_type(val.shape, val.dtype)))
+        except UnsupportedDtypeError:
+            return BROKEN
 
-
-def _import_call(em: Emitter, node: torch.fx.Node) -> None:
-    target = node.target
-    if target in IGNORED:
-        return
-    if target is operator.getitem:
-        source, index = node.args
-        em.values[node] = em.values[source][index]  # type: ignore[index]
-        return
-    rule = IMPORT_RULES.get(target)  # type: ignore[arg-type]
-    if rule is None:
-        em.unsupported("dnnc has no import rule for this op")
-    result = rule(em, **bind_args(target, node.args, node.kwargs))  # type: ignore[arg-type]
-    if isinstance(result, SSAValue) and result.name_hint is None and result.owner is not None:
-        result.name_hint = _hint(node.name)
-    em.values[node] = result
-
-
-def _output_value(em: Emitter, arg: object) -> SSAValue:
-    if not isinstance(arg, torch.fx.Node):
-        raise UnsupportedOpError(f"the model returns {arg!r}; dnnc programs return tensors only")
-    return em.value(arg)
+    def _output_value(self, arg: object) -> SSAValue | None:
+        if not isinstance(arg, torch.fx.Node):
+            raise UnsupportedOpError(f"the model returns {arg!r}; dnnc programs return tensors only")
+        if isinstance(self.em.values.get(arg), Broken):
+            return None
+        try:
+            return self.em.value(arg)
+        except OpRefused as e:
+            self._refused(arg, e)
+            return None
 
 
 def _stored_tensor(ep: ExportedProgram, target: str, placeholder: str) -> object:
-    tensor = ep.state_dict.get(target)
-    if tensor is None:
-        tensor = ep.constants.get(target)
+    tensor = stored_tensor(ep, target)
     if not isinstance(tensor, torch.Tensor):
         raise UnsupportedOpError(f"{placeholder} ({target}) is not a tensor")
     return PendingParam(target, tensor)

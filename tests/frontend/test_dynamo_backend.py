@@ -62,7 +62,7 @@ def test_unsupported_graphs_fall_back_with_a_reason(rng: torch.Generator) -> Non
     with torch.no_grad():
         assert torch.equal(compiled(x), torch.sin(x) * 2)
     (fallback,) = dynamo.fallbacks[before:]
-    assert "aten.sin.default: dnnc has no import rule for this op" in fallback.reason
+    assert "aten.sin.default" in fallback.reason and "no import rule" in fallback.reason
 
 
 def test_an_installed_dnnc_is_found_through_its_entry_point() -> None:

@@ -3,6 +3,7 @@ where PyTorch recorded it, the user's source line."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,9 @@ def test_unsupported_op_names_op_and_source_line() -> None:
     with pytest.raises(UnsupportedOpError) as info:
         compile_program(Cumsum(), [torch.randn(3, 4)])
     message = str(info.value)
-    assert "aten.cumsum.default" in message
-    assert "no import rule" in message
-    assert f"{HERE}:{_line_of('MARK-cumsum')}" in message
+    assert message.startswith("dnnc cannot import this model: 1 ATen op is not supported")
+    assert re.search(r"aten\.cumsum\.default +x1 +no import rule", message)
+    assert f"{Path(HERE).name}:{_line_of('MARK-cumsum')}" in message
     assert "torch.cumsum(y, dim=0)" in message
 
 
@@ -50,7 +51,7 @@ def test_unsupported_argument_value_names_module() -> None:
     with pytest.raises(UnsupportedOpError) as info:
         compile_program(Upsample(), [torch.randn(1, 3, 5, 5)])
     message = str(info.value)
-    assert "aten.convolution.default: transposed convolution" in message
+    assert re.search(r"aten\.convolution\.default +x1 +transposed convolution", message)
     assert "in module up (ConvTranspose2d)" in message
 
 
@@ -73,7 +74,7 @@ def test_unused_outputs_of_multi_result_ops_are_fine_but_used_ones_are_not() -> 
 
 
 def test_argmax_is_refused() -> None:
-    with pytest.raises(UnsupportedOpError, match="aten.argmax.default: dnnc has no import rule"):
+    with pytest.raises(UnsupportedOpError, match=r"aten\.argmax\.default +x1 +no import rule"):
         compile_program(lambda x: x.argmax(-1), [torch.randn(2, 5)])
 
 
