@@ -86,7 +86,7 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
     if "dnnc" in variants:
         rows += dnnc_variants(model, inputs, reference, policies)
     flags = [f for v, f in (("jax", "--xla"), ("jax-dnnc", "--dnnc")) if v in variants]
-    if flags:
+    if flags and not workload.zoo:  # the JAX peers exist for the repository's own networks
         torch.cuda.empty_cache()  # leave the GPU's memory to XLA
         for row in jax_variants(workload, model, inputs, reference, flags):
             rows.append(row)

@@ -8,11 +8,13 @@
 #   tests      the whole suite (CPU and GPU tests), junit XML
 #   gpu-tests  only the tests marked gpu (extra pytest args via $PYTEST_ARGS)
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
+#   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
+#              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #     -d .whl xdsl==0.74.0 'immutabledict<4.3.2' ordered-set==4.1 filecheck==1.0.6 lit==23.1.5 \
-#     nvidia-cudnn-frontend==1.32.0
+#     nvidia-cudnn-frontend==1.32.0 diffusers==0.42.1 importlib_metadata
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnc-device-out}
 mkdir -p "$OUT"
@@ -29,7 +31,7 @@ fi
 import platform, torch, importlib.metadata as md
 print("python", platform.python_version())
 print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())
-for name in ("triton", "xdsl", "safetensors", "numpy", "click", "rich", "nvidia-cudnn-frontend"):
+for name in ("triton", "xdsl", "safetensors", "numpy", "click", "rich", "nvidia-cudnn-frontend", "timm", "transformers", "diffusers"):
     try:
         print(name, md.version(name))
     except md.PackageNotFoundError:
@@ -53,6 +55,10 @@ for step in $steps; do
       for b in bench/cudnn_block_resnet.py bench/triton_bandwidth.py; do
         [ -f "$b" ] && { python3 "$b" --out "$OUT" 2>&1 | tee "$OUT/$(basename "$b" .py).log" || status=1; }
       done ;;
+    zoo-bench)
+      zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
+      python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
+        --out "$OUT" 2>&1 | tee "$OUT/zoo-bench.log" || status=1 ;;
     *) echo "unknown step $step"; status=2 ;;
   esac
 done

@@ -140,7 +140,7 @@ class RecordedKernels:
         with knobs.override(autotune=False):  # heuristics only: load never times plans
             return runtime.build_kernel(op, device, signature)
 
-    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int, device: torch.device) -> GroupKernel:
+    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
         from dnnc.backends.triton import compile_group, compiler
         from dnnc.backends.triton.kernels import GroupInfo
         from dnnc.backends.triton.launch import TritonKernel

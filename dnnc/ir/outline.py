@@ -1,5 +1,5 @@
-"""Move a set of top-level ops into a ``tcp.isolated_group``, and change what an
-existing group captures.
+"""Move a set of top-level ops into a ``tcp.isolated_group`` (and back out of one),
+and change what an existing group captures.
 
 Every value the ops read from outside becomes a capture (a block argument);
 the chosen output values are yielded and replace their uses outside. The group
@@ -50,6 +50,26 @@ def outline(
             op.detach()
             op.erase()
     return group
+
+
+def inline(group: tcp.IsolatedGroupOp) -> None:
+    """Put the group's ops back where the group stands, reading its captures, and
+    give its users the values it yielded: the inverse of ``outline``."""
+    block = group.body.block
+    yielded = block.last_op
+    assert isinstance(yielded, tcp.YieldOp)
+    values = list(yielded.values)
+    for arg, capture in zip(block.args, group.captures):
+        arg.replace_all_uses_with(capture)
+    yielded.detach()
+    yielded.erase()
+    for op in list(block.ops):
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(group))
+    for r, v in zip(group.outputs, values):
+        r.replace_all_uses_with(v)
+    group.detach()
+    group.erase()
 
 
 def replace_capture(

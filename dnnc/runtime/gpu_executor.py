@@ -2,10 +2,12 @@
 
 At construction every ``cudnn.graph`` is built and tuned (identical graphs share
 one build), every Triton group is compiled, and parameters and constants are
-uploaded once. What no backend takes runs as torch ops through the reference
-rules in the tensors' own dtypes: the *stopgap*, reported by ``summary()``. A
-graph or group whose backend fails at build time falls back the same way, with
-the reason logged, never a crash.
+uploaded once. A graph cuDNN builds no engine for is raised back to tcp ops in the
+program and fused into Triton groups like the rest (recorded in ``summary()``'s
+fallbacks with ``runs_as = "triton"``). What no backend takes runs as torch ops
+through the reference rules in the tensors' own dtypes: the *stopgap*, reported by
+``summary()``; a group whose Triton build fails falls back the same way, with the
+reason logged, never a crash.
 
 Per call, outputs of kernels are allocated through torch's caching allocator on
 the current stream (or taken from a caller's ``allocate``, e.g. the arena of
@@ -82,6 +84,8 @@ class Fallback:
     kind: str
     backend: str
     reason: str
+    runs_as: str = "torch"
+    """What runs the group instead: ``triton`` (a cuDNN graph raised to tcp) or ``torch``."""
 
 
 class KernelSource(Protocol):
@@ -89,8 +93,9 @@ class KernelSource(Protocol):
 
     def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel: ...
 
-    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int, device: torch.device) -> GroupKernel:
-        """``ordinal``: the group's position among the program's Triton groups."""
+    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
+        """``ordinal``: the group's position among the program's Triton groups (None: a group
+        made at build time from a cuDNN graph with no engine)."""
         ...
 
     def extern(self, op: extern.DispatchOp, device: torch.device, base: Path | None) -> GroupKernel:
@@ -106,7 +111,7 @@ class TunedKernels:
 
         return build_kernel(op, device, signature)
 
-    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int, device: torch.device) -> GroupKernel:
+    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
         from dnnc.backends.triton import compile_group
 
         return compile_group(op, device)
@@ -147,28 +152,28 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
-        self._triton_groups = 0
-        built: dict[str, GroupKernel] = {}
+        self._triton_ordinals = {op: i for i, op in enumerate(o for o in self.block.ops if _is_triton_group(o))}
+        """Positions among the program's own Triton groups (what an artifact's records are keyed by)."""
+        graphs = self._build_graphs()
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
                 break
             if isinstance(op, tcp.SOURCE_OPS):
                 self.statics.update(zip(op.results, run_stopgap(op, [], self.env)))
                 continue
-            self.steps.append(self._plan_step(op, built))
+            self.steps.append(self._plan_step(op, graphs))
         ret = self.block.last_op
         assert isinstance(ret, func.ReturnOp)
         self._returned = list(ret.operands)
         self._dead_after = _dead_after(self.steps, set(self.statics) | set(self._returned))
 
-    def _plan_step(self, op: Operation, built: dict[str, GroupKernel]) -> Step:
+    def _plan_step(self, op: Operation, graphs: dict[Operation, GroupKernel]) -> Step:
         specs = [(shape_of(r), torch_dtype(element_of(r))) for r in op.results]
         if isinstance(op, cudnn.GraphOp):
-            kernel = self._cudnn_kernel(op, built)
+            kernel = graphs.get(op)
             return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
-        if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
-            kernel = self._triton_kernel(op, self._triton_groups)
-            self._triton_groups += 1
+        if _is_triton_group(op):
+            kernel = self._triton_kernel(op, self._triton_ordinals.get(op))
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
         if isinstance(op, extern.DispatchOp):
             if self.device.type != "cuda":
@@ -178,24 +183,44 @@ class GpuExecutor:
             return Step(op, "view")  # a row-major reshape moves no data
         return Step(op, "torch")
 
-    def _cudnn_kernel(self, op: cudnn.GraphOp, built: dict[str, GroupKernel]) -> GroupKernel | None:
+    def _build_graphs(self) -> dict[Operation, GroupKernel]:
+        """Every cuDNN graph's kernel (identical graphs built once). The graphs cuDNN
+        builds none for are raised to tcp and fused into Triton groups in their place."""
+        from dnnc.backends.cudnn.raising import RaiseError, raise_graph
         from dnnc.backends.cudnn.runtime import GraphUnsupported
         from dnnc.backends.cudnn.signature import graph_signature
+        from dnnc.backends.triton.fusion import TritonFuse
         from dnnc.errors import BackendUnavailable
+        from dnnc.ir.context import make_context
 
-        sig = graph_signature(op)
-        if sig in built:
-            op.plan = cudnn_plan_attr(built[sig])
-            return built[sig]
-        try:
-            kernel = self.kernels.cudnn(op, self.device, sig)
-        except (GraphUnsupported, BackendUnavailable) as e:
-            self._fell_back(op, "cudnn", str(e))
-            return None
-        built[sig] = kernel
-        return kernel
+        kernels: dict[Operation, GroupKernel] = {}
+        by_signature: dict[str, GroupKernel] = {}
+        unsupported: list[tuple[cudnn.GraphOp, str]] = []
+        for op in [o for o in self.block.ops if isinstance(o, cudnn.GraphOp)]:
+            sig = graph_signature(op)
+            if sig in by_signature:
+                op.plan = cudnn_plan_attr(by_signature[sig])
+                kernels[op] = by_signature[sig]
+                continue
+            try:
+                kernels[op] = by_signature[sig] = self.kernels.cudnn(op, self.device, sig)
+            except (GraphUnsupported, BackendUnavailable) as e:
+                unsupported.append((op, str(e)))
+        raised = False
+        for op, reason in unsupported:
+            kind = group_attr(op, GROUP_KIND_ATTR) or op.name
+            try:
+                raise_graph(op)
+            except RaiseError as e:
+                self._fell_back(op, "cudnn", f"{reason} (and it has no tcp form here: {e})")
+                continue
+            raised = True
+            self._fell_back(op, "cudnn", reason, runs_as="triton", kind=kind)
+        if raised:
+            TritonFuse().apply(make_context(), self.program.module)
+        return kernels
 
-    def _triton_kernel(self, op: tcp.IsolatedGroupOp, ordinal: int) -> GroupKernel | None:
+    def _triton_kernel(self, op: tcp.IsolatedGroupOp, ordinal: int | None) -> GroupKernel | None:
         try:
             return self.kernels.triton(op, ordinal, self.device)
         except ImportError as e:
@@ -205,13 +230,14 @@ class GpuExecutor:
             self._fell_back(op, "triton", f"{type(e).__name__}: {e}")
             return None
 
-    def _fell_back(self, op: Operation, backend: str, reason: str) -> None:
-        kind = group_attr(op, GROUP_KIND_ATTR) or op.name
-        self.fallbacks.append(Fallback(kind, backend, reason))
+    def _fell_back(self, op: Operation, backend: str, reason: str, runs_as: str = "torch", kind: str | None = None) -> None:
+        kind = kind or group_attr(op, GROUP_KIND_ATTR) or op.name
+        self.fallbacks.append(Fallback(kind, backend, reason, runs_as))
         # cuDNN's reasons carry every engine's refusal: one line here, all of it in the debug log
         head = reason.splitlines()[0] if reason else ""
         short = head if len(head) <= 200 else head[:200] + "..."
-        log.warning("dnnc: %s group %s runs as torch ops instead: %s", backend, kind, short)
+        instead = "generated Triton kernels" if runs_as == "triton" else "torch ops"
+        log.warning("dnnc: %s group %s runs as %s instead: %s", backend, kind, instead, short)
         if short != reason:
             log.debug("dnnc: %s group %s: %s", backend, kind, reason)
 
@@ -260,6 +286,10 @@ class GpuExecutor:
         if s["torch_ops"]:
             ops = ", ".join(f"{n}x {k}" for k, n in sorted(s["torch_ops"].items()))
             say_once(f"dnnc: {s['steps'].get('torch', 0)} ops run as torch ops (stopgap, no generated kernel yet): {ops}")
+
+
+def _is_triton_group(op: Operation) -> bool:
+    return isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
 
 
 def cudnn_plan_attr(kernel: Any) -> StringAttr:

@@ -63,7 +63,7 @@ def test_every_workload_has_a_jax_network() -> None:
     pytest.importorskip("jax")
     from bench.suite.jax_nets import NETS
 
-    assert {w.model for w in WORKLOADS.values()} <= set(NETS)
+    assert {w.model for w in WORKLOADS.values() if not w.zoo} <= set(NETS)
 
 
 def test_jax_worker_checks_and_times_in_its_own_process(tmp_path: Path, rng: torch.Generator) -> None:

@@ -1,14 +1,16 @@
 """The GPU executor's bookkeeping, on the CPU: a program lowered for the GPU, run
 on CPU tensors, where no cuDNN graph can be built (no frontend or no GPU) and
-Triton runs only under its interpreter. Every graph and group must fall back to
-torch ops with its reason recorded, never crash, and the result must equal the
-reference backend's on the canonical program."""
+Triton runs only under its interpreter. Every graph must be raised to Triton groups
+with its reason recorded (and a Triton group that cannot build falls back to torch
+ops), never crash, and the result must equal the reference backend's on the
+canonical program."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.ir import cudnn
 from dnnc.passes import parse_passes
@@ -30,7 +32,7 @@ class Net(nn.Module):
         return self.fc(torch.nn.functional.max_pool2d(y, 2).mean((2, 3)))
 
 
-def test_lowered_program_runs_with_fallbacks(rng: torch.Generator) -> None:
+def test_graphs_without_an_engine_run_as_triton_groups(rng: torch.Generator) -> None:
     model = Net().eval()
     x = torch.randn(2, 8, 9, 9, generator=rng)
     program = to_canonical_tcp(model, (x,))
@@ -42,8 +44,11 @@ def test_lowered_program_runs_with_fallbacks(rng: torch.Generator) -> None:
     (got,) = executor.run([x])
     assert_matches(got, expected[0], torch.float32)
     summary = executor.summary()
-    assert [f["backend"] for f in summary["fallbacks"]].count("cudnn") == 3, summary
-    assert summary["steps"]["torch"] >= 3
+    assert [f["runs_as"] for f in summary["fallbacks"] if f["backend"] == "cudnn"] == ["triton"] * 3, summary
+    assert "cudnn" not in summary["steps"], summary
+    top = list(program.entry.body.block.ops)
+    assert not any(isinstance(op, cudnn.GraphOp) for op in top)
+    assert sum(group_attr(op, GROUP_BACKEND_ATTR) == "triton" for op in top) >= 3
 
 
 def test_pipeline_without_the_frontend_leaves_convolutions_to_triton(rng: torch.Generator) -> None:

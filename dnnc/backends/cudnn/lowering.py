@@ -6,8 +6,10 @@ read as strides: the descriptor has the logical dims and points into the
 operand's buffer, so no data moves. Matmul operands of rank 2 get a leading
 unit dim (cuDNN's matmul is batched); a layer norm over the last dim reads its
 input as ``[rows, D, 1, 1]``. ``tcp.broadcast`` disappears: cuDNN broadcasts
-size-1 dims itself. A group this file cannot lower stays a tcp group, and the
-reason is logged: another backend runs it.
+size-1 dims itself. A reshape at an output is a row-major view, so the graph
+writes its logical result row-major. A group this file cannot lower is put back
+into the function as plain tcp ops (the reason logged), where code generation
+takes them like any other ops.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dnnc.errors import DnncError
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.analysis import inverse_permutation
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, ints, str_attr
+from dnnc.ir.outline import inline
 from dnnc.ir.types import describe, element_of, shape_of
 
 log = logging.getLogger("dnnc.cudnn")
@@ -50,7 +53,8 @@ class LowerCudnn(ModulePass):
                     try:
                         graph = lower_group(group)
                     except LoweringError as e:
-                        log.info("lower-cudnn: group %s stays in tcp: %s", _kind(group), e)
+                        log.info("lower-cudnn: group %s goes back to tcp for code generation: %s", _kind(group), e)
+                        inline(group)
                         continue
                     Rewriter.replace_op(group, graph)
 
@@ -151,6 +155,9 @@ class _Lowering:
             dims, strides = permuted_strides(shape_of(v), inverse_permutation(perm))
             if list(dims) == list(shape_of(logical)):
                 return logical, strides
+        if isinstance(owner, tcp.ReshapeOp) and owner.input in self.values and owner not in self.skip:
+            logical = self.values[owner.input]  # a reshape keeps the row-major order of the elements
+            return logical, list(cudnn.row_major_strides(shape_of(logical)))
         value = self.values[v]
         return value, list(cudnn.row_major_strides(shape_of(value)))
 
@@ -161,6 +168,12 @@ class _Lowering:
             and all(isinstance(u.operation, tcp.YieldOp) for u in op.results[0].uses)
         ):
             return self.values[op.input]  # an output layout: becomes the output's strides
+        if (
+            isinstance(op, tcp.ReshapeOp)
+            and op.results[0].uses
+            and all(isinstance(u.operation, tcp.YieldOp) for u in op.results[0].uses)
+        ):
+            return self.values[op.input]  # the logical result, written row-major
         args = [self.values[v] for v in op.operands]
         if isinstance(op, tcp.BroadcastOp):
             return args[0]

@@ -75,11 +75,21 @@ def rows(n_rows: int, r: int) -> list[Config]:
     return _unique(configs)
 
 
+SMALL_M = 16
+"""Products with at most this many rows (batch-1 GEMVs, 1x1 convolutions on 1x1 maps
+of squeeze-excite blocks) fill one ``tl.dot`` row tile (its minimum is 16): they read
+the weight once and are bound by that, so their tiles are narrow in N (more programs
+to stream it) and long in K (fewer loop steps)."""
+
+
 def product(m: int, n: int, k: int) -> list[Config]:
     def fit(b: int, size: int) -> int:
         return max(16, min(b, pow2(size)))
 
-    shapes = [(64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (32, 64, 64, 4, 3)]
+    if m <= SMALL_M:
+        shapes = [(16, 32, 128, 4, 3), (16, 16, 256, 4, 3), (16, 64, 64, 4, 4), (16, 128, 64, 4, 3)]
+    else:
+        shapes = [(64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (32, 64, 64, 4, 3)]
     return _unique(
         [
             {"BLOCK_M": fit(bm, m), "BLOCK_N": fit(bn, n), "BLOCK_K": fit(bk, k), "num_warps": w, "num_stages": s}

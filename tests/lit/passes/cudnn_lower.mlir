@@ -110,14 +110,16 @@ func.func @layer_norm(%x: tensor<2x5x16xf32>, %w: tensor<16xf32>, %b: tensor<16x
   func.return %g : tensor<2x5x16xf32>
 }
 
-// An op with no cudnn node keeps the group in tcp (another backend runs it); groups of
-// other backends are not looked at.
+// A group holding an op with no cudnn node is not lowered: its ops go back into the
+// function, where code generation takes them; groups of other backends are not looked at.
 // CHECK-LABEL: func.func @not_lowered
 // CHECK-NOT:     cudnn.graph
-// CHECK:         tcp.isolated_group(%x, %w) {backend = "cudnn", kind = "matmul_softmax"}
-// CHECK:         tcp.isolated_group(%x, %w) {backend = "triton", kind = "matmul"}
+// CHECK-NOT:     backend = "cudnn"
+// CHECK:         %[[MM:.*]] = tcp.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[S:.*]] = tcp.softmax %[[MM]] {axis = 1 : i64} : tensor<4x8xf32>
+// CHECK-NEXT:    %[[T:.*]] = tcp.isolated_group(%x, %w) {backend = "triton", kind = "matmul"}
 // CHECK-NOT:     cudnn.graph
-// CHECK:         func.return
+// CHECK:         func.return %[[S]], %[[T]]
 func.func @not_lowered(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %g = tcp.isolated_group(%x, %w) {backend = "cudnn", kind = "matmul_softmax"} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%xa: tensor<4x8xf32>, %wa: tensor<8x8xf32>):
@@ -131,4 +133,30 @@ func.func @not_lowered(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8x
     tcp.yield %mm : tensor<4x8xf32>
   }
   func.return %g, %t : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// A convolution on a 1x1 map (a squeeze-excite block) as simplify-shapes leaves it:
+// the NHWC transposes of 1x1 maps are reshapes, at the inputs and at the output. An
+// output reshape keeps the row-major order, so the graph writes its logical result
+// row-major.
+// CHECK-LABEL: func.func @conv_1x1_map
+// CHECK:         cudnn.graph({{.*}}) {kind = "conv_bias_sigmoid", result_strides = [strided<[32, 1, 1, 1]>]} : ({{.*}}) -> tensor<2x1x1x32xf16> {
+// CHECK-NEXT:    ^bb0(%{{.*}}: tensor<2x8x1x1xf16, strided<[8, 1, 1, 1]>>, %{{.*}}: tensor<32x8x1x1xf16, strided<[8, 1, 1, 1]>>, %{{.*}}: tensor<1x32x1x1xf16, strided<[32, 1, 1, 1]>>):
+// CHECK-NEXT:      cudnn.conv_fprop
+// CHECK-NEXT:      cudnn.pointwise {{.*}} {mode = "add"}
+// CHECK-NEXT:      %[[Y:.*]] = cudnn.pointwise {{.*}} {mode = "sigmoid"}
+// CHECK-NEXT:      cudnn.return %[[Y]] : tensor<2x32x1x1xf16>
+func.func @conv_1x1_map(%x: tensor<2x1x1x8xf16>, %w: tensor<32x1x1x8xf16>, %b: tensor<1x32x1x1xf16>) -> tensor<2x1x1x32xf16> {
+  %g = tcp.isolated_group(%x, %w, %b) {backend = "cudnn", kind = "conv_bias_sigmoid"} : (tensor<2x1x1x8xf16>, tensor<32x1x1x8xf16>, tensor<1x32x1x1xf16>) -> tensor<2x1x1x32xf16> {
+  ^bb0(%xa: tensor<2x1x1x8xf16>, %wa: tensor<32x1x1x8xf16>, %ba: tensor<1x32x1x1xf16>):
+    %wn = tcp.reshape %wa : tensor<32x1x1x8xf16> to tensor<32x8x1x1xf16>
+    %xn = tcp.reshape %xa : tensor<2x1x1x8xf16> to tensor<2x8x1x1xf16>
+    %c = tcp.conv2d %xn, %wn {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x1x1xf16>, tensor<32x8x1x1xf16>) -> tensor<2x32x1x1xf16>
+    %bb = tcp.broadcast %ba : tensor<1x32x1x1xf16> to tensor<2x32x1x1xf16>
+    %a = tcp.add %c, %bb : tensor<2x32x1x1xf16>
+    %s = tcp.sigmoid %a : tensor<2x32x1x1xf16>
+    %y = tcp.reshape %s : tensor<2x32x1x1xf16> to tensor<2x1x1x32xf16>
+    tcp.yield %y : tensor<2x1x1x32xf16>
+  }
+  func.return %g : tensor<2x1x1x32xf16>
 }
