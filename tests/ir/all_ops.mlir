@@ -1,5 +1,5 @@
 // One use of every tcp op, for the round-trip and reference tests.
-func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>) {
+func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>) {
   %w = tcp.param @conv.weight : tensor<4x3x3x3xf32>
   %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 2, 1, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x7xf32>
   %p = tcp.pad %c {low = array<i64: 0, 0, 0, 1>, high = array<i64: 0, 0, 0, 0>, value = 0.000000e+00 : f64} : tensor<2x4x8x7xf32> -> tensor<2x4x8x8xf32>
@@ -65,5 +65,7 @@ func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x
     %uv = tcp.add %u, %v : tensor<2x3x4x4xf32>
     tcp.yield %uv : tensor<2x3x4x4xf32>
   }
-  func.return %sum, %embp, %out2, %selpos, %pools : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>
+  %qa = tcp.reshape %m : tensor<4x6xf32> to tensor<1x1x4x6xf32>
+  %att = tcp.attention %qa, %qa, %qa {scale = 5.000000e-01 : f64, causal = true} : tensor<1x1x4x6xf32>, tensor<1x1x4x6xf32>, tensor<1x1x4x6xf32> -> tensor<1x1x4x6xf32>
+  func.return %sum, %embp, %out2, %selpos, %pools, %att : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>
 }

@@ -298,3 +298,28 @@ def _dispatch(op: extern.DispatchOp, args: list[Value], env: Env) -> list[Value]
     from dnnc.kernels.reference import run_reference
 
     return run_reference(op.declaration(), args, op.constant_values())
+
+
+# Attention ----------------------------------------------------------------------------
+
+
+@rule(tcp.AttentionOp)
+def _attention(op: tcp.AttentionOp, args: list[Value], env: Env) -> Value:
+    q, k, v, *mask = args
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-1, -2) * float(scalar(op.scale))
+    excluded = torch.zeros(scores.shape, dtype=torch.bool)
+    if mask:
+        if mask[0].dtype == torch.bool:
+            excluded |= ~mask[0]
+        else:
+            scores = scores + mask[0]
+    if scalar(op.causal):
+        sq, sk = scores.shape[-2:]
+        excluded |= torch.ones(sq, sk, dtype=torch.bool).triu(1)
+    scores = scores.masked_fill(excluded, float("-inf"))
+    # A row with every key excluded gives zeros, not NaN (PyTorch's rule).
+    empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
+    weights = torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
+    return weights @ v

@@ -30,6 +30,13 @@ epilogues (elementwise ops after it) fuse by construction:
   operand tiles are evaluated through the emitter (so transposes, casts and
   elementwise prologues fuse into the loads) and the epilogue (bias, activation,
   residual) runs on the accumulator before the one store.
+* ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
+  loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
+  max and sum in float32, the accumulator rescaled as the max grows), so the scores
+  never reach memory; a causal program stops at its last row's diagonal. Query, key,
+  value and mask tiles are evaluated through the emitter (the head split's
+  transposes and a broadcast mask are index arithmetic); the epilogue runs on the
+  normalized output tile.
 
 Shapes are static and written into the source as numbers; block sizes are
 module-level constexprs, so the source reads as a plain Triton kernel.
@@ -157,6 +164,11 @@ def _store(em: Emitter, out: str, y: SSAValue, value: str, offset: str, mask: st
 
 def _index_type(total: int) -> str:
     return ".to(tl.int64)" if total > INT32_LIMIT else ""
+
+
+def pow2(n: int) -> int:
+    """The power of two at or above ``n`` (``tl.arange`` extents must be powers of two)."""
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
 
 
 def _largest(info: GroupInfo) -> int:
@@ -499,6 +511,95 @@ def _conv_geometry(op: tcp.Conv2dOp, em: Emitter) -> tuple[int, int, int, int, C
     return m, n, k, groups, a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
 
 
+# Attention ------------------------------------------------------------------------------
+
+
+def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    op = info.anchor
+    assert isinstance(op, tcp.AttentionOp)
+    pointers, signature, outs = _pointer_names(info)
+    out_shape = shape_of(op.result)
+    for y in info.outputs:
+        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
+            raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
+    b, h, sq, d = shape_of(op.query)
+    _, hk, sk, _ = shape_of(op.key)
+    dv = shape_of(op.value)[3]
+    elem = element_name(element_of(op.result))
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    block_d, block_dv = max(16, pow2(d)), max(16, pow2(dv))
+    causal = bool(scalar(op.causal))
+    # float32 scores and products exactly (no TF32), as the reference; bfloat16 through
+    # the interpreter as float32 (its bfloat16 dot is wrong in 3.9), as the product kernels.
+    upcast = interpret and elem == "bf16"
+    precision = ', input_precision="ieee"' if elem == "f32" or upcast else ""
+    dot_type = "tl.float32" if upcast else TL_TYPES[elem]
+    em = Emitter(pointers, interpret)
+    em.line("pid_m = tl.program_id(0)")
+    em.line("pid_bh = tl.program_id(1)")
+    em.line(f"bi = pid_bh // {h}")
+    em.line(f"hi = pid_bh % {h}")
+    em.line(f"hk = hi // {h // hk}" if h != hk else "hk = hi")
+    em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
+    em.line("rd = tl.arange(0, BLOCK_D)[None, :]")
+    em.line("rdv = tl.arange(0, BLOCK_DV)[None, :]")
+    with em.tiled("(BLOCK_M, BLOCK_D)"):
+        em.line(f"qmask = (rm < {sq}) & (rd < {d})")
+        q = em.value(op.query, Index((b, h, sq, d), dims=("bi", "hi", "rm", "rd")), "qmask")
+        q = em.let(f"tl.where(qmask, {q}, 0.0).to({dot_type})", "q")
+    em.line('m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)')
+    em.line("l_i = tl.zeros((BLOCK_M,), tl.float32)")
+    em.line("acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)")
+    # A causal program's last row is at most pid_m * BLOCK_M + BLOCK_M - 1: keys past it are excluded.
+    stop = f"tl.minimum({sk}, (pid_m + 1) * BLOCK_M)" if causal else str(sk)
+    with em.block(f"for n0 in range(0, {stop}, BLOCK_N):"):
+        em.line("rn = n0 + tl.arange(0, BLOCK_N)[None, :]")
+        em.line("rk = n0 + tl.arange(0, BLOCK_N)[:, None]")
+        with em.tiled("(BLOCK_D, BLOCK_N)"):
+            em.line("rdk = tl.arange(0, BLOCK_D)[:, None]")
+            em.line(f"kmask = (rdk < {d}) & (rn < {sk})")
+            kt = em.value(op.key, Index((b, hk, sk, d), dims=("bi", "hk", "rn", "rdk")), "kmask")
+            kt = em.let(f"tl.where(kmask, {kt}, 0.0).to({dot_type})", "kt")
+        em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale)!r}")
+        em.line(f"keep = (rn < {sk}) & (rm < {sq})")
+        if causal:
+            em.line("keep = keep & (rn <= rm)")
+        if op.has_mask:
+            with em.tiled("(BLOCK_M, BLOCK_N)"):
+                em.line(f"smask = (rm < {sq}) & (rn < {sk})")
+                m = em.value(op.mask[0], Index((b, h, sq, sk), dims=("bi", "hi", "rm", "rn")), "smask")
+            if element_name(element_of(op.mask[0])) == "i1":
+                em.line(f"keep = keep & ({m} != 0)")
+            else:
+                em.line(f"s = s + {m}")
+        em.line('s = tl.where(keep, s, float("-inf"))')
+        em.line("m_new = tl.maximum(m_i, tl.max(s, 1))")
+        # rows with no key kept so far have a max of -inf: shift by 0 there, not by -inf
+        em.line('shift = tl.where(m_new == float("-inf"), 0.0, m_new)')
+        em.line("p = tl.exp(s - shift[:, None])")
+        em.line("alpha = tl.exp(m_i - shift)")
+        em.line("l_i = l_i * alpha + tl.sum(p, 1)")
+        with em.tiled("(BLOCK_N, BLOCK_DV)"):
+            em.line(f"vmask = (rk < {sk}) & (rdv < {dv})")
+            v = em.value(op.value, Index((b, hk, sk, dv), dims=("bi", "hk", "rk", "rdv")), "vmask")
+            v = em.let(f"tl.where(vmask, {v}, 0.0).to({dot_type})", "v")
+        em.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({dot_type}), {v}{precision})")
+        em.line("m_i = m_new")
+    # a row with every key excluded has l_i = 0 and gives zeros
+    em.line("o = tl.where(l_i[:, None] > 0, acc / tl.where(l_i[:, None] > 0, l_i[:, None], 1.0), 0.0)")
+    em.line(f"omask = (rm < {sq}) & (rdv < {dv})")
+    out_ix = Index(out_shape, dims=("bi", "hi", "rm", "rdv"))
+    em.anchors[op.result] = (out_ix, "o")
+    em.tile = "(BLOCK_M, BLOCK_DV)"
+    offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_M, BLOCK_DV))", "offs")
+    for y, out in zip(info.outputs, outs):
+        val = em.value(y, out_ix, "omask")
+        _store(em, out, y, val, offset, "omask")
+    constants = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_D": block_d, "BLOCK_DV": block_dv}
+    name, text = _assemble(info, em, signature, constants)
+    return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), _options(config))
+
+
 def _options(config: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
 
@@ -510,6 +611,8 @@ def generate(group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool
         return _pointwise(info, config, interpret)
     if info.kind in ("reduce", "softmax", "layer_norm"):
         return _rows(info, config, interpret)
+    if info.kind == "attention":
+        return _attention(info, config, interpret)
     return _product(info, config, interpret)
 
 

@@ -8,7 +8,7 @@ Fusion and code generation agree on one classification:
   arithmetic at the positions it needs; they never need memory of their own;
 * *anchors* need a loop over many elements per result (``reduce_*``, ``softmax``,
   ``layer_norm``, pooling) or a tiled product (``matmul``, ``batch_matmul``,
-  ``conv2d``); a kernel holds at most one, and it names the kernel's kind.
+  ``conv2d``, ``attention``); a kernel holds at most one, and it names the kernel's kind.
 
 A group without an anchor is ``pointwise`` (one flat loop over its outputs), or
 ``transpose`` when its main input is contiguous along another axis than its output
@@ -34,7 +34,8 @@ ROW_ANCHORS = (tcp.ReduceSumOp, tcp.ReduceMaxOp, tcp.ReduceMeanOp, tcp.SoftmaxOp
 POOL_ANCHORS = (tcp.MaxPool2dOp, tcp.AvgPool2dOp)
 MATMUL_ANCHORS = (tcp.MatmulOp, tcp.BatchMatmulOp)
 CONV_ANCHORS = (tcp.Conv2dOp,)
-ANCHORS = (*ROW_ANCHORS, *POOL_ANCHORS, *MATMUL_ANCHORS, *CONV_ANCHORS)
+ATTENTION_ANCHORS = (tcp.AttentionOp,)
+ANCHORS = (*ROW_ANCHORS, *POOL_ANCHORS, *MATMUL_ANCHORS, *CONV_ANCHORS, *ATTENTION_ANCHORS)
 PRODUCT_ANCHORS = (*MATMUL_ANCHORS, *CONV_ANCHORS)
 
 KIND_OF_ANCHOR: dict[type[Operation], str] = {
@@ -48,8 +49,9 @@ KIND_OF_ANCHOR: dict[type[Operation], str] = {
     tcp.MatmulOp: "matmul",
     tcp.BatchMatmulOp: "matmul",
     tcp.Conv2dOp: "conv2d",
+    tcp.AttentionOp: "attention",
 }
-KINDS = ("pointwise", "transpose", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d")
+KINDS = ("pointwise", "transpose", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d", "attention")
 """Every kernel kind; ``pointwise`` and ``transpose`` are groups with no anchor."""
 
 

@@ -7,6 +7,7 @@ other backend.
 
 from xdsl.ir import Dialect
 
+from dnnc.ir.tcp.attention import ATTENTION_OPS, AttentionOp
 from dnnc.ir.tcp.base import TcpOp
 from dnnc.ir.tcp.elementwise import (
     BINARY_OPS,
@@ -57,12 +58,13 @@ from dnnc.ir.tcp.shape import SHAPE_OPS, BroadcastOp, ConcatOp, GatherOp, PadOp,
 from dnnc.ir.tcp.sources import ConstantOp, IotaOp, ParamOp
 
 SOURCE_OPS = (ParamOp, ConstantOp, IotaOp)
-ALL_OPS = (*SOURCE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *REDUCTION_OPS, *GROUP_OPS)
+ALL_OPS = (*SOURCE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *REDUCTION_OPS, *ATTENTION_OPS, *GROUP_OPS)
 
 TCP = Dialect("tcp", list(ALL_OPS), [])
 
 __all__ = [
     "ALL_OPS",
+    "ATTENTION_OPS",
     "BINARY_OPS",
     "SHAPE_OPS",
     "SOURCE_OPS",
@@ -70,6 +72,7 @@ __all__ = [
     "UNARY_OPS",
     "AbsOp",
     "AddOp",
+    "AttentionOp",
     "AvgPool2dOp",
     "BatchMatmulOp",
     "BatchNormOp",

@@ -251,6 +251,42 @@ CASES = [
   func.return %r, %d, %bn : tensor<2x7x6x5xT>, tensor<2x5x7x8xT>, tensor<2x5x11x9xT>
 }""",
     ),
+    Case(
+        "attention_gqa_head_dim_40",
+        ("attention",),
+        """func.func @forward(%q: tensor<2x4x37x40xT>, %k: tensor<2x2x45x40xT>, %v: tensor<2x2x45x24xT>) -> tensor<2x4x37x24xT> {
+  %a = tcp.attention %q, %k, %v {scale = 0.158 : f64, causal = false} : tensor<2x4x37x40xT>, tensor<2x2x45x40xT>, tensor<2x2x45x24xT> -> tensor<2x4x37x24xT>
+  func.return %a : tensor<2x4x37x24xT>
+}""",
+    ),
+    Case(
+        "attention_heads_split_bool_mask",
+        ("attention", "pointwise"),
+        # BERT's layout: heads split from [B, S, H*D] by reshape + transpose (prologue index
+        # ops of the kernel), a [B, 1, 1, S] padding mask broadcast (index arithmetic), the
+        # output transposed back by a kernel of its own; a fully masked batch row gives zeros.
+        """func.func @forward(%x: tensor<2x19x48xT>, %keep: tensor<2x19xi1>) -> tensor<2x19x48xT> {
+  %r = tcp.reshape %x : tensor<2x19x48xT> to tensor<2x19x3x16xT>
+  %q = tcp.transpose %r {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x19x3x16xT> -> tensor<2x3x19x16xT>
+  %m = tcp.reshape %keep : tensor<2x19xi1> to tensor<2x1x1x19xi1>
+  %mb = tcp.broadcast %m : tensor<2x1x1x19xi1> to tensor<2x3x19x19xi1>
+  %a = tcp.attention %q, %q, %q mask(%mb : tensor<2x3x19x19xi1>) {scale = 0.25 : f64, causal = false} : tensor<2x3x19x16xT>, tensor<2x3x19x16xT>, tensor<2x3x19x16xT> -> tensor<2x3x19x16xT>
+  %t = tcp.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x19x16xT> -> tensor<2x19x3x16xT>
+  %o = tcp.reshape %t : tensor<2x19x3x16xT> to tensor<2x19x48xT>
+  func.return %o : tensor<2x19x48xT>
+}""",
+    ),
+    Case(
+        "attention_causal_additive_mask_epilogue",
+        ("attention",),
+        """func.func @forward(%q: tensor<1x2x70x32xT>, %k: tensor<1x2x70x32xT>, %v: tensor<1x2x70x32xT>, %bias: tensor<70x70xT>, %res: tensor<1x2x70x32xT>) -> tensor<1x2x70x32xT> {
+  %br = tcp.reshape %bias : tensor<70x70xT> to tensor<1x1x70x70xT>
+  %bb = tcp.broadcast %br : tensor<1x1x70x70xT> to tensor<1x2x70x70xT>
+  %a = tcp.attention %q, %k, %v mask(%bb : tensor<1x2x70x70xT>) {scale = 0.177 : f64, causal = true} : tensor<1x2x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT> -> tensor<1x2x70x32xT>
+  %o = tcp.add %a, %res : tensor<1x2x70x32xT>
+  func.return %o : tensor<1x2x70x32xT>
+}""",
+    ),
 ]
 
 KIND_CASES = {kind for case in CASES for kind in case.kinds}
