@@ -132,6 +132,11 @@ class _Import:
             val = nodes[name].meta.get("val")
             if not isinstance(val, torch.Tensor):
                 raise UnsupportedOpError(f"input {name!r} is {type(val).__name__}; dnnc takes tensors only")
+            if not all(isinstance(d, int) for d in val.shape):
+                raise UnsupportedOpError(
+                    f"input {name!r} has a symbolic shape {list(val.shape)}; dnnc compiles one static shape per program "
+                    "(export without dynamic dims)"
+                )
             try:
                 input_types.append(tensor_type(val.shape, val.dtype))
             except UnsupportedDtypeError as e:
@@ -221,7 +226,7 @@ class _Import:
         The program is never run: the import fails."""
         if isinstance(val, (tuple, list)):
             return tuple(self._stand_in(f"{name}.{i}", v) for i, v in enumerate(val))
-        if not isinstance(val, torch.Tensor):
+        if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in val.shape):
             return BROKEN
         try:
             return self.em.emit(tcp.ParamOp(f"unimported.{name}", tensor_type(val.shape, val.dtype)))

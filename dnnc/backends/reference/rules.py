@@ -107,6 +107,25 @@ for _op, _fn in {
     tcp.SelectOp: torch.where,
     tcp.MatmulOp: torch.mm,
     tcp.BatchMatmulOp: torch.bmm,
+    tcp.SinOp: torch.sin,
+    tcp.CosOp: torch.cos,
+    tcp.TanOp: torch.tan,
+    tcp.Log1pOp: torch.log1p,
+    tcp.Expm1Op: torch.expm1,
+    tcp.FloorOp: torch.floor,
+    tcp.CeilOp: torch.ceil,
+    tcp.RoundOp: torch.round,
+    tcp.TruncOp: torch.trunc,
+    tcp.SignOp: torch.sign,
+    tcp.BitwiseNotOp: torch.bitwise_not,
+    tcp.FloorDivOp: torch.floor_divide,
+    tcp.RemainderOp: torch.remainder,
+    tcp.FmodOp: torch.fmod,
+    tcp.BitwiseAndOp: torch.bitwise_and,
+    tcp.BitwiseOrOp: torch.bitwise_or,
+    tcp.BitwiseXorOp: torch.bitwise_xor,
+    tcp.ShiftLeftOp: torch.bitwise_left_shift,
+    tcp.ShiftRightOp: torch.bitwise_right_shift,
 }.items():
     simple(_op, _fn)
 
@@ -190,6 +209,36 @@ def _gather(op: tcp.GatherOp, args: list[Value], env: Env) -> Value:
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
         raise IndexError(f"tcp.gather: index out of range [0, {n}) (min {int(idx.min())}, max {int(idx.max())})")
     return torch.index_select(x, axis, idx.reshape(-1).long()).reshape(shape_of(op.result))
+
+
+def _check_indices(op: str, idx: Value, n: int) -> None:
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"{op}: index out of range [0, {n}) (min {int(idx.min())}, max {int(idx.max())})")
+
+
+@rule(tcp.TakeAlongOp)
+def _take_along(op: tcp.TakeAlongOp, args: list[Value], env: Env) -> Value:
+    x, idx = args
+    axis = scalar(op.axis)
+    _check_indices(op.name, idx, x.shape[axis])
+    return torch.gather(x, axis, idx.long())
+
+
+@rule(tcp.ScatterOp)
+def _scatter(op: tcp.ScatterOp, args: list[Value], env: Env) -> Value:
+    """In index order, so the last write along the axis wins (torch's CPU kernel's order
+    is not promised)."""
+    x, idx, upd = args
+    axis = scalar(op.axis)
+    _check_indices(op.name, idx, x.shape[axis])
+    if op.mode.data == "add":
+        return x.scatter_add(axis, idx.long(), upd)
+    out = x.clone()
+    for j in range(idx.shape[axis]):  # each slice along the axis writes after the previous ones
+        step = [slice(None)] * idx.dim()
+        step[axis] = slice(j, j + 1)
+        out.scatter_(axis, idx[tuple(step)].long(), upd[tuple(step)])
+    return out
 
 
 # Neural-network ops -------------------------------------------------------------------

@@ -3,6 +3,7 @@
 Fusion and code generation agree on one classification:
 
 * *index ops* (elementwise ops, ``reshape/broadcast/transpose/slice/pad/concat/gather``,
+  ``take_along``, ``scatter`` (a loop over its indices along the axis),
   ``batch_norm``, ``constant``, ``iota``) compute an element from elements of their
   operands at computable positions, so any kernel evaluates them as index
   arithmetic at the positions it needs; they never need memory of their own;
@@ -26,7 +27,17 @@ from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
-MOVES = (tcp.ReshapeOp, tcp.BroadcastOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp, tcp.ConcatOp, tcp.GatherOp)
+MOVES = (
+    tcp.ReshapeOp,
+    tcp.BroadcastOp,
+    tcp.TransposeOp,
+    tcp.SliceOp,
+    tcp.PadOp,
+    tcp.ConcatOp,
+    tcp.GatherOp,
+    tcp.TakeAlongOp,
+    tcp.ScatterOp,
+)
 INDEX_OPS = (*ELEMENTWISE, *MOVES, tcp.BatchNormOp, tcp.ConstantOp, tcp.IotaOp)
 LAYOUT_OPS = (tcp.ReshapeOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp)
 """Index ops that may follow a pooling anchor: each output element reads one pooled element."""

@@ -134,6 +134,29 @@ def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias
     return y, Unavailable("the layer-norm mean"), Unavailable("the layer-norm inverse std")
 
 
+@rule(aten.native_group_norm.default)
+def group_norm(
+    em: Emitter, input: Any, weight: Any, bias: Any, N: int, C: int, HxW: int, group: int, eps: float
+) -> tuple[object, ...]:
+    """A layer norm over each group's channels and positions (``[N, G, C/G, HxW]``,
+    the last two axes, no affine: splat constants), then the per-channel affine, so
+    the generated kernel is the layer-norm kernel with the affine as its epilogue."""
+    x = em.value(input)
+    shape, element = shape_of(x), element_of(x)
+    if group < 1 or C % group:
+        em.unsupported(f"group norm of {C} channels in {group} groups (groups must divide the channels)")
+    grouped = (N, group, C // group, HxW)
+    xg = em.reshape(x, grouped)
+    ones, zeros = em.constant(1.0, grouped[2:], element), em.constant(0.0, grouped[2:], element)
+    y = em.build(tcp.LayerNormOp, [xg, ones, zeros], axis=int_attr(2), epsilon=float_attr(eps))
+    per_channel = (1, group, C // group, 1)
+    if weight is not None:
+        y = em.build(tcp.MulOp, [y, em.broadcast_to(em.reshape(em.value(weight), per_channel), grouped)])
+    if bias is not None:
+        y = em.build(tcp.AddOp, [y, em.broadcast_to(em.reshape(em.value(bias), per_channel), grouped)])
+    return em.reshape(y, shape), Unavailable("the group-norm mean"), Unavailable("the group-norm inverse std")
+
+
 @rule(aten._softmax.default)
 def softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
     out = em.result_type()

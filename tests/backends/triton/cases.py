@@ -287,6 +287,86 @@ CASES = [
   func.return %o : tensor<1x2x70x32xT>
 }""",
     ),
+    Case(
+        "math_ops",
+        ("pointwise", "pointwise", "pointwise"),
+        # rounding at halfway points and beyond 2^23, trigonometry, log1p / expm1 near 0
+        """func.func @forward(%x: tensor<5x37xT>) -> (tensor<5x37xT>, tensor<5x37xT>, tensor<5x37xT>) {
+  %s = tcp.constant {value = 2.5 : f64} : tensor<5x37xT>
+  %xs = tcp.mul %x, %s : tensor<5x37xT>
+  %r = tcp.round %xs : tensor<5x37xT>
+  %f = tcp.floor %xs : tensor<5x37xT>
+  %c = tcp.ceil %xs : tensor<5x37xT>
+  %t = tcp.trunc %xs : tensor<5x37xT>
+  %g = tcp.sign %x : tensor<5x37xT>
+  %rf = tcp.add %r, %f : tensor<5x37xT>
+  %ct = tcp.sub %c, %t : tensor<5x37xT>
+  %a = tcp.add %rf, %ct : tensor<5x37xT>
+  %o1 = tcp.add %a, %g : tensor<5x37xT>
+  %sn = tcp.sin %x : tensor<5x37xT>
+  %cs = tcp.cos %x : tensor<5x37xT>
+  %tn = tcp.tan %x : tensor<5x37xT>
+  %e = tcp.constant {value = 1.0e-03 : f64} : tensor<5x37xT>
+  %xe = tcp.mul %x, %e : tensor<5x37xT>
+  %l = tcp.log1p %xe : tensor<5x37xT>
+  %m = tcp.expm1 %xe : tensor<5x37xT>
+  %lm = tcp.add %l, %m : tensor<5x37xT>
+  %o2 = tcp.add %sn, %cs : tensor<5x37xT>
+  %o3 = tcp.add %tn, %lm : tensor<5x37xT>
+  func.return %o1, %o2, %o3 : tensor<5x37xT>, tensor<5x37xT>, tensor<5x37xT>
+}""",
+    ),
+    Case(
+        "integer_ops",
+        ("pointwise",),
+        # floor division and both remainders on negative operands, bitwise ops and shifts
+        """func.func @forward(%i: tensor<4x29xi64>, %j: tensor<4x29xi64>, %x: tensor<4x29xT>) -> (tensor<4x29xi64>, tensor<4x29xi64>, tensor<4x29xT>) {
+  %five = tcp.constant {value = 5 : i64} : tensor<4x29xi64>
+  %n = tcp.sub %i, %five : tensor<4x29xi64>
+  %three = tcp.constant {value = 3 : i64} : tensor<4x29xi64>
+  %d = tcp.sub %three, %j : tensor<4x29xi64>
+  %one = tcp.constant {value = 1 : i64} : tensor<4x29xi64>
+  %zero = tcp.constant {value = 0 : i64} : tensor<4x29xi64>
+  %isz = tcp.compare %d, %zero {predicate = "eq"} : tensor<4x29xi64> -> tensor<4x29xi1>
+  %nz = tcp.select %isz, %one, %d : tensor<4x29xi1>, tensor<4x29xi64>
+  %q = tcp.floor_div %n, %nz : tensor<4x29xi64>
+  %r = tcp.remainder %n, %nz : tensor<4x29xi64>
+  %f = tcp.fmod %n, %nz : tensor<4x29xi64>
+  %qr = tcp.add %q, %r : tensor<4x29xi64>
+  %o1 = tcp.mul %qr, %f : tensor<4x29xi64>
+  %a = tcp.bitwise_and %n, %three : tensor<4x29xi64>
+  %b = tcp.bitwise_or %a, %j : tensor<4x29xi64>
+  %c = tcp.bitwise_xor %b, %five : tensor<4x29xi64>
+  %nt = tcp.bitwise_not %c : tensor<4x29xi64>
+  %sl = tcp.shift_left %nt, %one : tensor<4x29xi64>
+  %o2 = tcp.shift_right %sl, %three : tensor<4x29xi64>
+  %xf = tcp.cast %nz : tensor<4x29xi64> to tensor<4x29xT>
+  %fm = tcp.fmod %x, %xf : tensor<4x29xT>
+  %rm = tcp.remainder %x, %xf : tensor<4x29xT>
+  %fd = tcp.floor_div %x, %xf : tensor<4x29xT>
+  %s1 = tcp.add %fm, %rm : tensor<4x29xT>
+  %o3 = tcp.add %s1, %fd : tensor<4x29xT>
+  func.return %o1, %o2, %o3 : tensor<4x29xi64>, tensor<4x29xi64>, tensor<4x29xT>
+}""",
+        ints=((0, 11), (1, 7)),
+    ),
+    Case(
+        "take_along_scatter_flip",
+        ("pointwise", "pointwise"),
+        # torch.gather, a scatter that replaces and one that adds (duplicate indices along
+        # the axis: the last write wins, the sums add up), a flip as a gather by a
+        # descending iota; the scatters' indices are narrower than the input off the axis
+        """func.func @forward(%x: tensor<3x17xT>, %i: tensor<3x9xi64>, %u: tensor<2x9xT>) -> (tensor<3x9xT>, tensor<3x17xT>) {
+  %t = tcp.take_along %x, %i {axis = 1 : i64} : (tensor<3x17xT>, tensor<3x9xi64>) -> tensor<3x9xT>
+  %rev = tcp.iota {start = 16 : i64, step = -1 : i64} : tensor<17xi64>
+  %fl = tcp.gather %x, %rev {axis = 1 : i64} : (tensor<3x17xT>, tensor<17xi64>) -> tensor<3x17xT>
+  %ii = tcp.slice %i {starts = array<i64: 0, 0>, limits = array<i64: 2, 9>, strides = array<i64: 1, 1>} : tensor<3x9xi64> -> tensor<2x9xi64>
+  %s1 = tcp.scatter %fl, %ii, %u {axis = 1 : i64, mode = "replace"} : (tensor<3x17xT>, tensor<2x9xi64>, tensor<2x9xT>) -> tensor<3x17xT>
+  %s2 = tcp.scatter %s1, %ii, %u {axis = 1 : i64, mode = "add"} : (tensor<3x17xT>, tensor<2x9xi64>, tensor<2x9xT>) -> tensor<3x17xT>
+  func.return %t, %s2 : tensor<3x9xT>, tensor<3x17xT>
+}""",
+        ints=((1, 17),),
+    ),
 ]
 
 KIND_CASES = {kind for case in CASES for kind in case.kinds}
