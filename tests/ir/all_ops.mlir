@@ -1,5 +1,5 @@
 // One use of every tcp op, for the round-trip and reference tests.
-func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>) {
+func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>, tensor<4x6xf32>, tensor<4xi64>, tensor<1x6xi64>, tensor<4x2xf32>, tensor<4x2xi64>) {
   %w = tcp.param @conv.weight : tensor<4x3x3x3xf32>
   %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 2, 1, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x7xf32>
   %p = tcp.pad %c {low = array<i64: 0, 0, 0, 1>, high = array<i64: 0, 0, 0, 0>, value = 0.000000e+00 : f64} : tensor<2x4x8x7xf32> -> tensor<2x4x8x8xf32>
@@ -90,5 +90,11 @@ func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x
   %k5 = tcp.bitwise_not %k4 : tensor<2x5xi64>
   %k6 = tcp.shift_left %k5, %k3 : tensor<2x5xi64>
   %k7 = tcp.shift_right %k6, %k3 : tensor<2x5xi64>
-  func.return %sum, %embp, %out2, %selpos, %pools, %att, %ms, %k7 : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>
+  %cs = tcp.cumsum %m {axis = 1 : i64} : tensor<4x6xf32> -> tensor<4x6xf32>
+  %rw = tcp.constant {value = 1.0 : f64} : tensor<6xf32>
+  %rn = tcp.rms_norm %cs, %rw {axis = 1 : i64, epsilon = 1.000000e-06 : f64} : tensor<4x6xf32>, tensor<6xf32>
+  %amx = tcp.argmax %m {axis = 1 : i64, keepdim = false} : tensor<4x6xf32> -> tensor<4xi64>
+  %amn = tcp.argmin %m {axis = 0 : i64, keepdim = true} : tensor<4x6xf32> -> tensor<1x6xi64>
+  %tv, %ti = tcp.topk %m {k = 2 : i64, axis = 1 : i64, largest = true} : tensor<4x6xf32> -> tensor<4x2xf32>, tensor<4x2xi64>
+  func.return %sum, %embp, %out2, %selpos, %pools, %att, %ms, %k7, %rn, %amx, %amn, %tv, %ti : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>, tensor<4x6xf32>, tensor<4xi64>, tensor<1x6xi64>, tensor<4x2xf32>, tensor<4x2xi64>
 }

@@ -302,6 +302,13 @@ def _layer_norm(op: tcp.LayerNormOp, args: list[Value], env: Env) -> Value:
     return F.layer_norm(x, x.shape[scalar(op.axis) :], w, b, scalar(op.epsilon))
 
 
+@rule(tcp.RmsNormOp)
+def _rms_norm(op: tcp.RmsNormOp, args: list[Value], env: Env) -> Value:
+    x, w = args
+    dims = tuple(range(scalar(op.axis), x.dim()))
+    return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + scalar(op.epsilon)) * w
+
+
 @rule(tcp.BatchNormOp)
 def _batch_norm(op: tcp.BatchNormOp, args: list[Value], env: Env) -> Value:
     x, scale, offset, mean, var = args
@@ -372,3 +379,32 @@ def _attention(op: tcp.AttentionOp, args: list[Value], env: Env) -> Value:
     empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
     weights = torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
     return weights @ v
+
+
+# Selection ----------------------------------------------------------------------------
+
+
+@rule(tcp.CumsumOp)
+def _cumsum(op: tcp.CumsumOp, args: list[Value], env: Env) -> Value:
+    return torch.cumsum(args[0], dim=scalar(op.axis))
+
+
+def _orderable(x: Value) -> Value:
+    return x.to(torch.uint8) if x.dtype == torch.bool else x
+
+
+@rule(tcp.ArgmaxOp, tcp.ArgminOp)
+def _arg_extreme(op: Operation, args: list[Value], env: Env) -> Value:
+    assert isinstance(op, tcp.ArgmaxOp | tcp.ArgminOp)
+    pick = torch.argmax if op.LARGEST else torch.argmin
+    return pick(_orderable(args[0]), dim=scalar(op.axis), keepdim=bool(scalar(op.keepdim)))
+
+
+@rule(tcp.TopkOp)
+def _topk(op: tcp.TopkOp, args: list[Value], env: Env) -> list[Value]:
+    """A stable sort (ties in index order, NaN above every number) cut to k."""
+    x = args[0]
+    axis, k = scalar(op.axis), scalar(op.k)
+    order = torch.sort(_orderable(x), dim=axis, descending=bool(scalar(op.largest)), stable=True).indices
+    indices = order.narrow(axis, 0, k)
+    return [torch.gather(x, axis, indices), indices]

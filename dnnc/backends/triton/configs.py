@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from dnnc.backends.triton.kernels import GroupInfo, pow2, row_axes
 from dnnc.backends.triton.layout import load_axis, tile_axes
+from dnnc.backends.triton.rows import ROW_KINDS, row_axes
+from dnnc.backends.triton.skeleton import GroupInfo, pow2
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import numel, shape_of
@@ -121,7 +122,7 @@ def candidates(info: GroupInfo) -> list[Config]:
             return pointwise(numel(info.outputs[0]))
         return pointwise(numel(info.outputs[0]), pool=True, channels_last=load_axis(op.operands[0], info.inside) == 1)
     assert op is not None
-    if info.kind in ("reduce", "softmax", "layer_norm"):
+    if info.kind in ROW_KINDS:
         shape = shape_of(op.operands[0])
         axes = row_axes(op)
         r = math.prod(shape[a] for a in axes)

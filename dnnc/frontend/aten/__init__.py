@@ -8,6 +8,7 @@ from dnnc.frontend.aten import (  # noqa: F401  (they register rules)
     nn,
     reductions,
     resample,
+    selection,
     shape,
     sources,
 )

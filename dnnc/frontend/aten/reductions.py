@@ -8,7 +8,8 @@ from xdsl.dialects.builtin import StringAttr, i1
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axes, normalize_axis, rule
-from dnnc.frontend.emitter import Emitter, Unavailable
+from dnnc.frontend.aten.selection import arg_extreme
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, i64_array
 from dnnc.ir.types import element_of, shape_of
@@ -46,7 +47,7 @@ def amin(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAV
 def max_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
     x = em.value(self)
     values = reduce(em, tcp.ReduceMaxOp, x, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)
-    return values, Unavailable("the argmax indices")
+    return values, arg_extreme(em, tcp.ArgmaxOp, x, dim, keepdim)
 
 
 @rule(aten.min.dim)
@@ -54,7 +55,7 @@ def min_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[ob
     x = em.value(self)
     neg = em.build(tcp.NegOp, [x])
     values = em.build(tcp.NegOp, [reduce(em, tcp.ReduceMaxOp, neg, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)])
-    return values, Unavailable("the argmin indices")
+    return values, arg_extreme(em, tcp.ArgminOp, x, dim, keepdim)
 
 
 @rule(aten.any.dim, aten.any.dims, aten.any.default)

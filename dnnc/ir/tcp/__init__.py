@@ -70,9 +70,11 @@ from dnnc.ir.tcp.nn import (
     LayerNormOp,
     MatmulOp,
     MaxPool2dOp,
+    RmsNormOp,
     SoftmaxOp,
 )
 from dnnc.ir.tcp.reduction import REDUCTION_OPS, ReduceMaxOp, ReduceMeanOp, ReduceOp, ReduceSumOp
+from dnnc.ir.tcp.selection import SELECTION_OPS, ArgmaxOp, ArgminOp, CumsumOp, TopkOp
 from dnnc.ir.tcp.shape import (
     SHAPE_OPS,
     BroadcastOp,
@@ -88,7 +90,7 @@ from dnnc.ir.tcp.shape import (
 from dnnc.ir.tcp.sources import ConstantOp, IotaOp, ParamOp
 
 SOURCE_OPS = (ParamOp, ConstantOp, IotaOp)
-ALL_OPS = (*SOURCE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *REDUCTION_OPS, *ATTENTION_OPS, *GROUP_OPS)
+ALL_OPS = (*SOURCE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *REDUCTION_OPS, *SELECTION_OPS, *ATTENTION_OPS, *GROUP_OPS)
 
 TCP = Dialect("tcp", list(ALL_OPS), [])
 
@@ -96,12 +98,15 @@ __all__ = [
     "ALL_OPS",
     "ATTENTION_OPS",
     "BINARY_OPS",
+    "SELECTION_OPS",
     "SHAPE_OPS",
     "SOURCE_OPS",
     "TCP",
     "UNARY_OPS",
     "AbsOp",
     "AddOp",
+    "ArgmaxOp",
+    "ArgminOp",
     "AttentionOp",
     "AvgPool2dOp",
     "BatchMatmulOp",
@@ -120,6 +125,7 @@ __all__ = [
     "ConstantOp",
     "Conv2dOp",
     "CosOp",
+    "CumsumOp",
     "DivOp",
     "ErfOp",
     "ExpOp",
@@ -152,6 +158,7 @@ __all__ = [
     "ReduceSumOp",
     "RemainderOp",
     "ReshapeOp",
+    "RmsNormOp",
     "RoundOp",
     "RsqrtOp",
     "ScatterOp",
@@ -170,6 +177,7 @@ __all__ = [
     "TanOp",
     "TanhOp",
     "TcpOp",
+    "TopkOp",
     "TransposeOp",
     "TruncOp",
     "UnaryOp",

@@ -367,6 +367,50 @@ CASES = [
 }""",
         ints=((1, 17),),
     ),
+    Case(
+        "scan_rms_norm_arg_extremes",
+        ("scan", "scan", "rms_norm", "reduce", "reduce", "reduce", "reduce"),
+        # running sums along the last axis and (integers) along the first; RMS norm with a
+        # residual add on the way in; argmax/argmin with NaNs (sqrt of negatives: the first
+        # NaN wins) and with integer ties (the first index wins)
+        """func.func @forward(%x: tensor<5x37xT>, %i: tensor<5x37xi64>, %w: tensor<37xT>, %res: tensor<5x37xT>) -> (tensor<5x37xT>, tensor<5x37xi64>, tensor<5x37xT>, tensor<5x37xT>, tensor<5xi64>, tensor<1x37xi64>, tensor<5xi64>, tensor<37xi64>) {
+  %c = tcp.cumsum %x {axis = 1 : i64} : tensor<5x37xT> -> tensor<5x37xT>
+  %ci = tcp.cumsum %i {axis = 0 : i64} : tensor<5x37xi64> -> tensor<5x37xi64>
+  %h = tcp.add %x, %res : tensor<5x37xT>
+  %r = tcp.rms_norm %h, %w {axis = 1 : i64, epsilon = 1.0e-06 : f64} : tensor<5x37xT>, tensor<37xT>
+  %sq = tcp.sqrt %x : tensor<5x37xT>
+  %am = tcp.argmax %sq {axis = 1 : i64, keepdim = false} : tensor<5x37xT> -> tensor<5xi64>
+  %an = tcp.argmin %x {axis = 0 : i64, keepdim = true} : tensor<5x37xT> -> tensor<1x37xi64>
+  %ai = tcp.argmax %i {axis = 1 : i64, keepdim = false} : tensor<5x37xi64> -> tensor<5xi64>
+  %aj = tcp.argmin %i {axis = 0 : i64, keepdim = false} : tensor<5x37xi64> -> tensor<37xi64>
+  func.return %c, %ci, %h, %r, %am, %an, %ai, %aj : tensor<5x37xT>, tensor<5x37xi64>, tensor<5x37xT>, tensor<5x37xT>, tensor<5xi64>, tensor<1x37xi64>, tensor<5xi64>, tensor<37xi64>
+}""",
+    ),
+    Case(
+        "topk_and_sort",
+        ("pointwise", "topk", "topk", "topk"),
+        # top-3 with NaNs (they rank first), a whole-row ascending sort (NaNs last), and
+        # integer top-4 with ties (in index order), along the first axis
+        """func.func @forward(%x: tensor<4x23xT>, %i: tensor<9x6xi64>) -> (tensor<4x3xT>, tensor<4x3xi64>, tensor<4x23xT>, tensor<4x23xi64>, tensor<4x6xi64>) {
+  %sq = tcp.sqrt %x : tensor<4x23xT>
+  %v, %k = tcp.topk %sq {k = 3 : i64, axis = 1 : i64, largest = true} : tensor<4x23xT> -> tensor<4x3xT>, tensor<4x3xi64>
+  %sv, %sk = tcp.topk %sq {k = 23 : i64, axis = 1 : i64, largest = false} : tensor<4x23xT> -> tensor<4x23xT>, tensor<4x23xi64>
+  %iv, %ik = tcp.topk %i {k = 4 : i64, axis = 0 : i64, largest = true} : tensor<9x6xi64> -> tensor<4x6xi64>, tensor<4x6xi64>
+  func.return %v, %k, %sv, %sk, %ik : tensor<4x3xT>, tensor<4x3xi64>, tensor<4x23xT>, tensor<4x23xi64>, tensor<4x6xi64>
+}""",
+    ),
+    Case(
+        "long_row_selections",
+        ("scan", "topk", "reduce", "rms_norm"),
+        """func.func @forward(%x: tensor<2x9000xT>, %w: tensor<9000xT>) -> (tensor<2x9000xT>, tensor<2x2xT>, tensor<2x2xi64>, tensor<2xi64>, tensor<2x9000xT>) {
+  %c = tcp.cumsum %x {axis = 1 : i64} : tensor<2x9000xT> -> tensor<2x9000xT>
+  %v, %k = tcp.topk %x {k = 2 : i64, axis = 1 : i64, largest = false} : tensor<2x9000xT> -> tensor<2x2xT>, tensor<2x2xi64>
+  %a = tcp.argmax %x {axis = 1 : i64, keepdim = false} : tensor<2x9000xT> -> tensor<2xi64>
+  %r = tcp.rms_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x9000xT>, tensor<9000xT>
+  func.return %c, %v, %k, %a, %r : tensor<2x9000xT>, tensor<2x2xT>, tensor<2x2xi64>, tensor<2xi64>, tensor<2x9000xT>
+}""",
+        looped=True,
+    ),
 ]
 
 KIND_CASES = {kind for case in CASES for kind in case.kinds}
