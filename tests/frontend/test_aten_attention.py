@@ -35,6 +35,7 @@ CASES: list[tuple[str, Callable[..., Any], tuple[tuple[int, ...], ...], str | No
     ("square_mask_bool", sdpa(), ((2, 2, 7, 16), (2, 2, 6, 16), (2, 2, 6, 16), (7, 6)), "bool"),
     ("additive_mask", sdpa(), ((1, 3, 8, 16), (1, 3, 10, 16), (1, 3, 10, 16), (1, 1, 8, 10)), "float"),
     ("gqa", sdpa(enable_gqa=True), ((2, 8, 6, 16), (2, 2, 6, 16), (2, 2, 6, 16)), None),
+    ("multi_query_broadcast", sdpa(), ((2, 4, 5, 16), (2, 1, 7, 16), (1, 1, 7, 8)), None),
     ("rank3", sdpa(), ((4, 9, 16), (4, 11, 16), (4, 11, 12)), None),
     ("rank5", sdpa(is_causal=True), ((2, 2, 3, 5, 16), (2, 2, 3, 5, 16), (2, 2, 3, 5, 16)), None),
     ("flash_kernel", lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)[0], ((1, 2, 9, 16),) * 3, None),

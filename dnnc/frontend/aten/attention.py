@@ -3,9 +3,10 @@
 ``F.scaled_dot_product_attention`` stays itself through ``decompose`` (so a model
 exported on CUDA and on the CPU imports alike); a program decomposed elsewhere
 holds the kernel PyTorch dispatched to instead (flash, memory-efficient, cuDNN,
-CPU flash, or the overridable fused op). Each takes query ``[..., Sq, D]``, key
-``[..., Sk, D]`` and value ``[..., Sk, Dv]`` with the same leading dims (or fewer
-key/value heads with ``enable_gqa``), an optional boolean or additive mask that
+CPU flash, or the overridable fused op). Each takes query ``[..., H, Sq, D]``, key
+``[..., Hk, Sk, D]`` and value ``[..., Hk, Sk, Dv]`` whose leading dims broadcast
+to the query's, with one key/value head for all (multi-query) or, with
+``enable_gqa``, one per group of query heads, an optional boolean or additive mask that
 broadcasts to ``[..., Sq, Sk]``, a causal flag and a scale (default ``1/sqrt(D)``).
 Only the attention result is computed; logsumexp and the kernels' other outputs
 are ``Unavailable``.
@@ -49,16 +50,19 @@ def attention(
     if len(sq) < 3 or len(sk) != len(sq) or len(shape_of(v)) != len(sq):
         em.unsupported(f"query {list(sq)}, key {list(sk)}, value {list(shape_of(v))}: expected [..., S, D] of one rank >= 3")
     lead = sq[:-2]
-    if sk[:-3] != lead[:-1] or (sk[-3] != lead[-1] and not (gqa and lead[-1] % sk[-3] == 0)):
+    heads, kv_heads = lead[-1], sk[-3]
+    batch_dims_fit = all(b in (1, a) for t in (sk, shape_of(v)) for a, b in zip(lead[:-1], t[:-3]))
+    heads_fit = kv_heads in (1, heads) or (gqa and heads % kv_heads == 0)
+    if not (batch_dims_fit and heads_fit and shape_of(v)[-3] == kv_heads):
         em.unsupported(
-            f"query {list(sq)} and key {list(sk)}: leading dims must agree"
+            f"query {list(sq)}, key {list(sk)} and value {list(shape_of(v))}: the leading dims must broadcast"
             + ("" if gqa else " (grouped-query attention needs enable_gqa=True)")
         )
-    heads, kv_heads = lead[-1], sk[-3]
     batch = math.prod(lead[:-1])
     q4 = em.reshape(q, (batch, heads, sq[-2], sq[-1]))
-    k4 = em.reshape(k, (batch, kv_heads, sk[-2], sk[-1]))
-    v4 = em.reshape(v, (batch, kv_heads, shape_of(v)[-2], shape_of(v)[-1]))
+    k4, v4 = (
+        em.reshape(em.broadcast_to(t, (*lead[:-1], *shape_of(t)[-3:])), (batch, kv_heads, *shape_of(t)[-2:])) for t in (k, v)
+    )
     masks = [] if mask is None else [_mask(em, mask, lead, sq[-2], sk[-2], element_of(q))]
     operands = [q4, k4, v4, masks]
     if scale is None:
