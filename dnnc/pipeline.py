@@ -2,7 +2,7 @@
 
     torch.export ──► imported ──► canonical
                                   (fold-batchnorm, simplify-shapes, fold-params,
-                                   simplify-shapes, dce)
+                                   simplify-shapes, raise-ops, dce)
 
 Every stage can be dumped (knob ``dump_dir``) and is verified after each pass.
 Later stages (layouts, grouping, lowering) append here.
@@ -32,7 +32,9 @@ from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import ParamPass, parse_passes
 
-CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,dce"
+CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,dce"
+"""Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
+written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
 CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
 """Outline cuDNN graphs, make convolutions channels-last (weights transposed, and
 channel-padded where tensor cores need it, once, here: hence the growth allowed
@@ -42,7 +44,7 @@ PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lo
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
 
-STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE},raise-ops,dce"
+STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
 """Programs imported from StableHLO keep the framework's layout changes around every
 convolution: they are moved past the elementwise code and cancelled first; ops the
 framework wrote out in steps (softmax) are raised back to one tcp op."""

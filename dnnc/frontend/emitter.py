@@ -172,6 +172,11 @@ class Emitter(TcpBuilder):
         val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(val, torch.Tensor):
             self.unsupported("has no static tensor metadata (dynamic shapes are not supported)")
+        if not all(isinstance(d, int) for d in val.shape):
+            self.unsupported(
+                f"has a data-dependent or symbolic shape {list(val.shape)} (as boolean-mask indexing gives); "
+                "dnnc compiles static shapes"
+            )
         return val
 
     def result_type(self, node: torch.fx.Node | None = None) -> TensorType:

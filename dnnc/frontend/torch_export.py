@@ -32,6 +32,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 
 from dnnc.errors import DnncError, UnsupportedOpError
 from dnnc.frontend.aten import IGNORED, IMPORT_RULES, bind_args
+from dnnc.frontend.aten.attention import SDPA_OPS
 from dnnc.frontend.constants import STORED_KINDS, ConstantGraph, stored_tensor
 from dnnc.frontend.emitter import BROKEN, Broken, Emitter, FoldedConstant, OpRefused, PendingParam
 from dnnc.frontend.export_errors import export_error, held_torch_output
@@ -67,8 +68,13 @@ def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedPro
 
 
 def decompose(ep: ExportedProgram) -> ExportedProgram:
-    """Lower an exported program to core ATen, the op set the import rules cover."""
-    return ep.run_decompositions()
+    """Lower an exported program to core ATen, the op set the import rules cover.
+    Scaled dot-product attention stays whole: decomposed, it becomes the kernel of
+    the export's device (cuDNN or flash on CUDA, the math form on the CPU)."""
+    table = torch.export.default_decompositions()
+    for op in SDPA_OPS:
+        table.pop(op, None)
+    return ep.run_decompositions(table)
 
 
 def import_program(ep: ExportedProgram) -> Program:
@@ -126,6 +132,11 @@ class _Import:
             val = nodes[name].meta.get("val")
             if not isinstance(val, torch.Tensor):
                 raise UnsupportedOpError(f"input {name!r} is {type(val).__name__}; dnnc takes tensors only")
+            if not all(isinstance(d, int) for d in val.shape):
+                raise UnsupportedOpError(
+                    f"input {name!r} has a symbolic shape {list(val.shape)}; dnnc compiles one static shape per program "
+                    "(export without dynamic dims)"
+                )
             try:
                 input_types.append(tensor_type(val.shape, val.dtype))
             except UnsupportedDtypeError as e:
@@ -215,7 +226,7 @@ class _Import:
         The program is never run: the import fails."""
         if isinstance(val, (tuple, list)):
             return tuple(self._stand_in(f"{name}.{i}", v) for i, v in enumerate(val))
-        if not isinstance(val, torch.Tensor):
+        if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in val.shape):
             return BROKEN
         try:
             return self.em.emit(tcp.ParamOp(f"unimported.{name}", tensor_type(val.shape, val.dtype)))

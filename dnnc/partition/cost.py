@@ -71,6 +71,7 @@ EFFICIENCY: Mapping[tuple[str, str], Efficiency] = {
     ("cudnn", "sdpa"): Efficiency(0.45, 0.70),
     ("triton", "conv2d"): Efficiency(0.30, 0.60),
     ("triton", "matmul"): Efficiency(0.60, 0.75),
+    ("triton", "attention"): Efficiency(0.40, 0.75),
     ("triton", "*"): Efficiency(0.10, 0.85),
     ("torch", "*"): Efficiency(0.30, 0.60),
     ("view", "*"): Efficiency(1.0, 1.0, kernels=0),
@@ -101,6 +102,10 @@ def op_flops(op: Operation) -> float:
     if isinstance(op, tcp.MatmulOp | tcp.BatchMatmulOp):
         a = shape_of(op.operands[0])
         return 2.0 * numel(op.results[0]) * a[-1]
+    if isinstance(op, tcp.AttentionOp):
+        b, h, sq, d = shape_of(op.query)
+        sk, dv = shape_of(op.value)[2:]
+        return 2.0 * b * h * sq * sk * (d + dv) + 5.0 * b * h * sq * sk
     if isinstance(op, tcp.LayerNormOp | tcp.SoftmaxOp | tcp.BatchNormOp):
         return 5.0 * numel(op.results[0])
     if isinstance(op, tcp.MaxPool2dOp | tcp.AvgPool2dOp):
@@ -142,7 +147,7 @@ def work_of(ops: Iterable[Operation]) -> Work:
     reads, writes = boundary_values(ops)
     flops = sum(op_flops(op) for op in ops)
     moved = sum(value_bytes(v) for v in reads) + sum(value_bytes(v) for v in writes)
-    products = [op for op in ops if isinstance(op, tcp.Conv2dOp | tcp.MatmulOp | tcp.BatchMatmulOp)]
+    products = [op for op in ops if isinstance(op, tcp.Conv2dOp | tcp.MatmulOp | tcp.BatchMatmulOp | tcp.AttentionOp)]
     fp32 = any(torch_dtype(element_of(op.results[0])) == torch.float32 for op in products)
     return Work(flops, float(moved), tensor_core=bool(products), fp32=fp32)
 

@@ -6,8 +6,12 @@ JAX (and StableHLO in general) has no softmax and no layer norm:
 and a layer norm as ``(x - mean) * rsqrt(var + eps) * g + b`` with the means
 written as sums divided by the count (in float32 between casts, for 16-bit
 inputs): four to eight kernels where ``tcp.softmax`` or ``tcp.layer_norm`` is one.
+PyTorch models write the RMS norm of Llama, T5 and their kin by hand as
+``x * rsqrt(mean(x^2) + eps)`` (the weight and casts around it): one
+``tcp.rms_norm`` with a unit weight, the rest left as its epilogue.
 The matches are exact: the same ``x`` feeds every step, over the same single
-(last, for layer norm) axis, with the reduced values broadcast back along it.
+(last, for layer norm; trailing, for RMS norm) axes, with the reduced values
+broadcast back along them.
 """
 
 from __future__ import annotations
@@ -145,7 +149,47 @@ class RaiseLayerNorm(RewritePattern):
         return None
 
 
+def _square_of(value: SSAValue) -> SSAValue | None:
+    """``x`` where ``value`` is ``x * x`` or ``x ** 2``."""
+    op = value.owner
+    if isinstance(op, tcp.MulOp) and op.lhs == op.rhs:
+        return op.lhs
+    if isinstance(op, tcp.PowOp) and splat_value(op.rhs) == 2:
+        return op.lhs
+    return None
+
+
+def _same(a: SSAValue, b: SSAValue) -> bool:
+    """One value, or two casts of one value to one type (PyTorch code casts twice)."""
+    return a == b or (a.type == b.type and _uncast(a) == _uncast(b) and isinstance(a.owner, tcp.CastOp))
+
+
+class RaiseRmsNorm(RewritePattern):
+    """mul(x, bcast(rsqrt(mean(x^2 over trailing axes, keepdim) + eps))) -> rms_norm(x, 1)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.MulOp, rewriter: PatternRewriter) -> None:
+        for x, scale in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            while isinstance(scale.owner, tcp.BroadcastOp):
+                scale = scale.owner.input
+            if not isinstance(scale.owner, tcp.RsqrtOp) or not isinstance(scale.owner.input.owner, tcp.AddOp):
+                continue
+            shifted = scale.owner.input.owner
+            for mean, eps_value in ((shifted.lhs, shifted.rhs), (shifted.rhs, shifted.lhs)):
+                eps, reduced = splat_value(eps_value), mean.owner
+                if eps is None or not isinstance(reduced, tcp.ReduceMeanOp) or not scalar(reduced.keepdim):
+                    continue
+                rank = len(shape_of(x))
+                axes = list(ints(reduced.axes))
+                squared = _square_of(reduced.input)
+                if axes != list(range(rank - len(axes), rank)) or squared is None or not _same(squared, x):
+                    continue
+                unit = TcpBuilder.before(op).constant(1.0, shape_of(x)[axes[0] :], element_of(x))
+                rewriter.replace_op(op, tcp.RmsNormOp.make([x, unit], {"axis": int_attr(axes[0]), "epsilon": float_attr(eps)}))
+                return
+
+
 @dataclass(frozen=True)
 class RaiseOps(PatternPass):
     name = "raise-ops"
-    patterns = (RaiseSoftmax(), RaiseLayerNorm())
+    patterns = (RaiseSoftmax(), RaiseLayerNorm(), RaiseRmsNorm())

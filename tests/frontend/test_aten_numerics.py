@@ -130,6 +130,11 @@ CASES = [
     Case("avgpool_ceil_exclude_pad", lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False), ((1, 2, 8, 7),)),
     Case("avgpool_ceil_include_pad", lambda: nn.AvgPool2d((3, 2), (2, 3), (1, 1), ceil_mode=True), ((1, 2, 8, 10),)),
     Case("adaptive_pool", fn(lambda a: (F.adaptive_avg_pool2d(a, 1), F.adaptive_avg_pool2d(a, (2, 3)))), ((2, 3, 4, 6),)),
+    Case(
+        "adaptive_pool_uneven",
+        fn(lambda a: (F.adaptive_avg_pool2d(a, (7, 7)), F.adaptive_avg_pool2d(a, (3, 4)))),
+        ((2, 3, 5, 6),),
+    ),
     # attention as exported by PyTorch's own modules
     Case("sdpa_causal", fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)), ((1, 2, 5, 8),) * 3),
     Case("multihead_attention", lambda: _MHA(), ((2, 5, 8),)),

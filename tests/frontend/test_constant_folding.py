@@ -3,7 +3,7 @@ that the import rules cannot express are computed by PyTorch at compile time and
 become parameters; input-dependent ops without a rule are still reported.
 
 The rule for cumsum is removed in these tests (``no_cumsum``), so they hold whether
-or not dnnc gains one; the other ops used (digamma, determinant, fmod, sort) are ones
+or not dnnc gains one; the other ops used (digamma, determinant, bucketize) are ones
 dnnc is not expected to take."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_a_causal_mask_from_cumsum_is_computed_at_compile_time(no_cumsum: None) 
 
 class Tables(nn.Module):
     """A float table from a buffer through an op without a rule, used by the input;
-    a boolean mask whose last op (fmod) has no rule."""
+    an integer bucket index (bucketize has no rule) that a mask is made of."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,7 +68,7 @@ class Tables(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         table = torch.special.digamma(self.freqs)  # float32, from a buffer
-        odd = torch.fmod(torch.arange(6), 2) == 1  # bool
+        odd = torch.bucketize(torch.arange(6), torch.tensor([1, 3])) == 1  # int64 buckets, a bool mask
         return torch.where(odd, x * table, x)
 
 
@@ -88,10 +88,10 @@ def test_computed_parameters_survive_save_and_load(tmp_path: Path, no_cumsum: No
 
 
 class ChainOfUnsupported(nn.Module):
-    """cumsum feeds fmod (no rule either) and a cast: only what the input meets is stored."""
+    """cumsum feeds bucketize (no rule either) and a cast: only what the input meets is stored."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        c = torch.fmod(torch.cumsum(torch.arange(x.shape[-1]), 0), 5).float()
+        c = torch.bucketize(torch.cumsum(torch.arange(x.shape[-1]), 0), torch.tensor([2, 7])).float()
         return x + c
 
 
@@ -116,7 +116,8 @@ def test_a_constant_of_an_unsupported_dtype_is_computed_with_its_users() -> None
 
 
 class SortedBuffer(nn.Module):
-    """A multi-result op on a buffer (sort: values and indices), both used."""
+    """A multi-result op on a buffer (sort: values and indices), both used (imported, or
+    computed where no rule takes it)."""
 
     def __init__(self) -> None:
         super().__init__()

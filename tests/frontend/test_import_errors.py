@@ -22,20 +22,20 @@ def _line_of(marker: str) -> int:
     return next(i + 1 for i, line in enumerate(lines) if marker in line and "_line_of" not in line)
 
 
-class Cumsum(nn.Module):
+class Digamma(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x * 2
-        return torch.cumsum(y, dim=0)  # MARK-cumsum
+        return torch.special.digamma(y)  # MARK-digamma
 
 
 def test_unsupported_op_names_op_and_source_line() -> None:
     with pytest.raises(UnsupportedOpError) as info:
-        compile_program(Cumsum(), [torch.randn(3, 4)])
+        compile_program(Digamma(), [torch.randn(3, 4)])
     message = str(info.value)
     assert message.startswith("dnnc cannot import this model: 1 ATen op is not supported")
-    assert re.search(r"aten\.cumsum\.default +x1 +no import rule", message)
-    assert f"{Path(HERE).name}:{_line_of('MARK-cumsum')}" in message
-    assert "torch.cumsum(y, dim=0)" in message
+    assert re.search(r"aten\.digamma\.default +x1 +no import rule", message)
+    assert f"{Path(HERE).name}:{_line_of('MARK-digamma')}" in message
+    assert "torch.special.digamma(y)" in message
 
 
 class Upsample(nn.Module):
@@ -73,9 +73,9 @@ def test_unused_outputs_of_multi_result_ops_are_fine_but_used_ones_are_not() -> 
     compile_program(lambda x: pool(x)[0], [torch.randn(1, 1, 4, 4)])
 
 
-def test_argmax_is_refused() -> None:
-    with pytest.raises(UnsupportedOpError, match=r"aten\.argmax\.default +x1 +no import rule"):
-        compile_program(lambda x: x.argmax(-1), [torch.randn(2, 5)])
+def test_median_is_refused() -> None:
+    with pytest.raises(UnsupportedOpError, match=r"aten\.median\.dim +x1 +no import rule"):
+        compile_program(lambda x: x.median(-1).values, [torch.randn(2, 5)])
 
 
 def test_integer_pow_is_refused() -> None:
@@ -84,10 +84,5 @@ def test_integer_pow_is_refused() -> None:
 
 
 def test_data_dependent_indexing_is_refused() -> None:
-    with pytest.raises(UnsupportedOpError, match="more than one index tensor|indices must be int32 or int64"):
-        compile_program(lambda x, i, j: x[i, j], [torch.randn(3, 3), torch.tensor([0, 1]), torch.tensor([1, 2])])
-
-
-def test_floor_division_is_refused() -> None:
-    with pytest.raises(UnsupportedOpError, match="rounding_mode='floor'"):
-        compile_program(lambda x: torch.div(x, 2, rounding_mode="floor"), [torch.randn(4)])
+    with pytest.raises(UnsupportedOpError, match="data-dependent"):
+        compile_program(lambda x: x[x > 0], [torch.randn(3, 3)])

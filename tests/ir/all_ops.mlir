@@ -1,5 +1,5 @@
 // One use of every tcp op, for the round-trip and reference tests.
-func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>) {
+func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x6xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>, tensor<4x6xf32>, tensor<4xi64>, tensor<1x6xi64>, tensor<4x2xf32>, tensor<4x2xi64>) {
   %w = tcp.param @conv.weight : tensor<4x3x3x3xf32>
   %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 2, 1, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x7xf32>
   %p = tcp.pad %c {low = array<i64: 0, 0, 0, 1>, high = array<i64: 0, 0, 0, 0>, value = 0.000000e+00 : f64} : tensor<2x4x8x7xf32> -> tensor<2x4x8x8xf32>
@@ -65,5 +65,36 @@ func.func @forward(%x: tensor<2x3x8x8xf32>, %idx: tensor<2x5xi64>, %m: tensor<4x
     %uv = tcp.add %u, %v : tensor<2x3x4x4xf32>
     tcp.yield %uv : tensor<2x3x4x4xf32>
   }
-  func.return %sum, %embp, %out2, %selpos, %pools : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>
+  %qa = tcp.reshape %m : tensor<4x6xf32> to tensor<1x1x4x6xf32>
+  %att = tcp.attention %qa, %qa, %qa {scale = 5.000000e-01 : f64, causal = true} : tensor<1x1x4x6xf32>, tensor<1x1x4x6xf32>, tensor<1x1x4x6xf32> -> tensor<1x1x4x6xf32>
+  %m1 = tcp.sin %m : tensor<4x6xf32>
+  %m2 = tcp.cos %m1 : tensor<4x6xf32>
+  %m3 = tcp.tan %m2 : tensor<4x6xf32>
+  %m4 = tcp.log1p %m3 : tensor<4x6xf32>
+  %m5 = tcp.expm1 %m4 : tensor<4x6xf32>
+  %m6 = tcp.floor %m5 : tensor<4x6xf32>
+  %m7 = tcp.ceil %m6 : tensor<4x6xf32>
+  %m8 = tcp.round %m7 : tensor<4x6xf32>
+  %m9 = tcp.trunc %m8 : tensor<4x6xf32>
+  %m10 = tcp.sign %m9 : tensor<4x6xf32>
+  %m11 = tcp.floor_div %m10, %m : tensor<4x6xf32>
+  %m12 = tcp.remainder %m11, %m : tensor<4x6xf32>
+  %m13 = tcp.fmod %m12, %m : tensor<4x6xf32>
+  %mi = tcp.constant {value = 2 : i64} : tensor<4x6xi64>
+  %mt = tcp.take_along %m13, %mi {axis = 1 : i64} : (tensor<4x6xf32>, tensor<4x6xi64>) -> tensor<4x6xf32>
+  %ms = tcp.scatter %mt, %mi, %m {axis = 0 : i64, mode = "add"} : (tensor<4x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %k3 = tcp.constant {value = 3 : i64} : tensor<2x5xi64>
+  %k1 = tcp.bitwise_and %idx, %k3 : tensor<2x5xi64>
+  %k2 = tcp.bitwise_or %k1, %idx : tensor<2x5xi64>
+  %k4 = tcp.bitwise_xor %k2, %k3 : tensor<2x5xi64>
+  %k5 = tcp.bitwise_not %k4 : tensor<2x5xi64>
+  %k6 = tcp.shift_left %k5, %k3 : tensor<2x5xi64>
+  %k7 = tcp.shift_right %k6, %k3 : tensor<2x5xi64>
+  %cs = tcp.cumsum %m {axis = 1 : i64} : tensor<4x6xf32> -> tensor<4x6xf32>
+  %rw = tcp.constant {value = 1.0 : f64} : tensor<6xf32>
+  %rn = tcp.rms_norm %cs, %rw {axis = 1 : i64, epsilon = 1.000000e-06 : f64} : tensor<4x6xf32>, tensor<6xf32>
+  %amx = tcp.argmax %m {axis = 1 : i64, keepdim = false} : tensor<4x6xf32> -> tensor<4xi64>
+  %amn = tcp.argmin %m {axis = 0 : i64, keepdim = true} : tensor<4x6xf32> -> tensor<1x6xi64>
+  %tv, %ti = tcp.topk %m {k = 2 : i64, axis = 1 : i64, largest = true} : tensor<4x6xf32> -> tensor<4x2xf32>, tensor<4x2xi64>
+  func.return %sum, %embp, %out2, %selpos, %pools, %att, %ms, %k7, %rn, %amx, %amn, %tv, %ti : tensor<2x4x8x8xf32>, tensor<2x5x6xf32>, tensor<2x6xf32>, tensor<4x6xi1>, tensor<2x3x4x4xf32>, tensor<1x1x4x6xf32>, tensor<4x6xf32>, tensor<2x5xi64>, tensor<4x6xf32>, tensor<4xi64>, tensor<1x6xi64>, tensor<4x2xf32>, tensor<4x2xi64>
 }

@@ -1,6 +1,10 @@
 """cudnn-attention: outline scaled dot-product attention for ``cudnn.sdpa``.
 
-Matches the attention core as exported models spell it in tcp::
+Takes ``tcp.attention`` (what PyTorch's ``scaled_dot_product_attention`` imports as)
+where cuDNN's fused attention can: fp16/bf16, no mask (causal is fine), as many key
+and value heads as query heads, head dims that are multiples of 8 up to 128; the
+rest stays for code generation. It also matches the attention core as programs
+written out in steps spell it in tcp::
 
     s = batch_matmul(q, kT)            [BH, Sq, Skv]
     (reshape)  s = s * c               c a splat constant: the softmax scale
@@ -48,7 +52,11 @@ class CudnnAttention(ParamPass):
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
                 for root in list(fn.body.block.ops):
-                    if isinstance(root, tcp.BatchMatmulOp) and root.parent is not None:
+                    if isinstance(root, tcp.AttentionOp) and cudnn_takes(root):
+                        kind = "sdpa_causal" if scalar(root.causal) else "sdpa"
+                        group = outline([root], [root.result], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: kind})
+                        group.attributes[SCALE_ATTR] = root.scale
+                    elif isinstance(root, tcp.BatchMatmulOp) and root.parent is not None:
                         found = match_attention(root, params)
                         if found is not None:
                             members, scale, causal = found
@@ -59,6 +67,14 @@ class CudnnAttention(ParamPass):
                             )
                             group.attributes[SCALE_ATTR] = float_attr(scale)
                             _keys_row_major(group)
+
+
+def cudnn_takes(op: tcp.AttentionOp) -> bool:
+    """Whether cuDNN's fused attention computes this ``tcp.attention``."""
+    _, h, _, d = shape_of(op.query)
+    hk, _, dv = shape_of(op.value)[1:]
+    fits = all(n % 8 == 0 and n <= 128 for n in (d, dv))
+    return element_of(op.result) in (f16, bf16) and not op.has_mask and h == hk and fits
 
 
 def _keys_row_major(group: tcp.IsolatedGroupOp) -> None:

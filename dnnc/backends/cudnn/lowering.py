@@ -210,11 +210,32 @@ def lower_group(group: tcp.IsolatedGroupOp) -> cudnn.GraphOp:
     return _Lowering(group).lower()
 
 
+def _lower_attention_op(group: tcp.IsolatedGroupOp, op: tcp.AttentionOp) -> cudnn.GraphOp:
+    """A ``tcp.attention`` group: q, k and v ``[B, H, S, D]`` are read as they lie."""
+    args = list(group.body.block.args)
+    if len(group.body.block.ops) != 2 or any(x not in args for x in (op.query, op.key, op.value)):
+        raise LoweringError("an attention group must hold the attention alone, on its inputs")
+    element = element_of(op.query)
+    descriptors = [cudnn.descriptor_type(element, shape_of(x), cudnn.row_major_strides(shape_of(x))) for x in op.operands]
+    body = Block(arg_types=descriptors)
+    node = cudnn.SdpaOp.make(list(body.args), {"scale": op.scale, "causal": op.causal})
+    body.add_op(node)
+    body.add_op(cudnn.ReturnOp([node.result]))
+    operands = [group.captures[args.index(x)] for x in (op.query, op.key, op.value)]
+    strides = [list(cudnn.row_major_strides(shape_of(op.result)))]
+    graph = cudnn.GraphOp(operands, [r.type for r in group.outputs], strides, body)  # type: ignore[misc]
+    graph.attributes["kind"] = str_attr(_kind(group))
+    return graph
+
+
 def _lower_attention(group: tcp.IsolatedGroupOp) -> cudnn.GraphOp:
     """One ``cudnn.sdpa`` node reading q ``[BH, Sq, D]``, k from kT ``[BH, D, Skv]`` and v
     ``[BH, Skv, Dv]`` through descriptors ``[1, BH, S, D]``; the mask and scale
     constants inside the group become the node's attributes."""
     block = group.body.block
+    whole = [op for op in block.ops if isinstance(op, tcp.AttentionOp)]
+    if whole:
+        return _lower_attention_op(group, whole[0])
     products = [op for op in block.ops if isinstance(op, tcp.BatchMatmulOp)]
     if len(products) != 2:
         raise LoweringError("an attention group needs exactly two batch matmuls")

@@ -145,6 +145,8 @@ def _node(b: TcpBuilder, node: Operation, args: list[SSAValue]) -> SSAValue:
         norm = shape[1:]
         weight, offset = (b.reshape(v, norm) for v in (scale, bias))
         return b.build(tcp.LayerNormOp, [x, weight, offset], axis=int_attr(1), epsilon=node.epsilon)
+    if isinstance(node, cudnn.SdpaOp):
+        return b.build(tcp.AttentionOp, [*args, []], scale=node.scale, causal=node.causal)
     raise RaiseError(f"{node.name} has no tcp equivalent here")
 
 

@@ -107,6 +107,25 @@ for _op, _fn in {
     tcp.SelectOp: torch.where,
     tcp.MatmulOp: torch.mm,
     tcp.BatchMatmulOp: torch.bmm,
+    tcp.SinOp: torch.sin,
+    tcp.CosOp: torch.cos,
+    tcp.TanOp: torch.tan,
+    tcp.Log1pOp: torch.log1p,
+    tcp.Expm1Op: torch.expm1,
+    tcp.FloorOp: torch.floor,
+    tcp.CeilOp: torch.ceil,
+    tcp.RoundOp: torch.round,
+    tcp.TruncOp: torch.trunc,
+    tcp.SignOp: torch.sign,
+    tcp.BitwiseNotOp: torch.bitwise_not,
+    tcp.FloorDivOp: torch.floor_divide,
+    tcp.RemainderOp: torch.remainder,
+    tcp.FmodOp: torch.fmod,
+    tcp.BitwiseAndOp: torch.bitwise_and,
+    tcp.BitwiseOrOp: torch.bitwise_or,
+    tcp.BitwiseXorOp: torch.bitwise_xor,
+    tcp.ShiftLeftOp: torch.bitwise_left_shift,
+    tcp.ShiftRightOp: torch.bitwise_right_shift,
 }.items():
     simple(_op, _fn)
 
@@ -192,6 +211,36 @@ def _gather(op: tcp.GatherOp, args: list[Value], env: Env) -> Value:
     return torch.index_select(x, axis, idx.reshape(-1).long()).reshape(shape_of(op.result))
 
 
+def _check_indices(op: str, idx: Value, n: int) -> None:
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"{op}: index out of range [0, {n}) (min {int(idx.min())}, max {int(idx.max())})")
+
+
+@rule(tcp.TakeAlongOp)
+def _take_along(op: tcp.TakeAlongOp, args: list[Value], env: Env) -> Value:
+    x, idx = args
+    axis = scalar(op.axis)
+    _check_indices(op.name, idx, x.shape[axis])
+    return torch.gather(x, axis, idx.long())
+
+
+@rule(tcp.ScatterOp)
+def _scatter(op: tcp.ScatterOp, args: list[Value], env: Env) -> Value:
+    """In index order, so the last write along the axis wins (torch's CPU kernel's order
+    is not promised)."""
+    x, idx, upd = args
+    axis = scalar(op.axis)
+    _check_indices(op.name, idx, x.shape[axis])
+    if op.mode.data == "add":
+        return x.scatter_add(axis, idx.long(), upd)
+    out = x.clone()
+    for j in range(idx.shape[axis]):  # each slice along the axis writes after the previous ones
+        step = [slice(None)] * idx.dim()
+        step[axis] = slice(j, j + 1)
+        out.scatter_(axis, idx[tuple(step)].long(), upd[tuple(step)])
+    return out
+
+
 # Neural-network ops -------------------------------------------------------------------
 
 
@@ -253,6 +302,13 @@ def _layer_norm(op: tcp.LayerNormOp, args: list[Value], env: Env) -> Value:
     return F.layer_norm(x, x.shape[scalar(op.axis) :], w, b, scalar(op.epsilon))
 
 
+@rule(tcp.RmsNormOp)
+def _rms_norm(op: tcp.RmsNormOp, args: list[Value], env: Env) -> Value:
+    x, w = args
+    dims = tuple(range(scalar(op.axis), x.dim()))
+    return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + scalar(op.epsilon)) * w
+
+
 @rule(tcp.BatchNormOp)
 def _batch_norm(op: tcp.BatchNormOp, args: list[Value], env: Env) -> Value:
     x, scale, offset, mean, var = args
@@ -298,3 +354,57 @@ def _dispatch(op: extern.DispatchOp, args: list[Value], env: Env) -> list[Value]
     from dnnc.kernels.reference import run_reference
 
     return run_reference(op.declaration(), args, op.constant_values())
+
+
+# Attention ----------------------------------------------------------------------------
+
+
+@rule(tcp.AttentionOp)
+def _attention(op: tcp.AttentionOp, args: list[Value], env: Env) -> Value:
+    q, k, v, *mask = args
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-1, -2) * float(scalar(op.scale))
+    excluded = torch.zeros(scores.shape, dtype=torch.bool)
+    if mask:
+        if mask[0].dtype == torch.bool:
+            excluded |= ~mask[0]
+        else:
+            scores = scores + mask[0]
+    if scalar(op.causal):
+        sq, sk = scores.shape[-2:]
+        excluded |= torch.ones(sq, sk, dtype=torch.bool).triu(1)
+    scores = scores.masked_fill(excluded, float("-inf"))
+    # A row with every key excluded gives zeros, not NaN (PyTorch's rule).
+    empty = torch.isneginf(scores).all(dim=-1, keepdim=True)
+    weights = torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
+    return weights @ v
+
+
+# Selection ----------------------------------------------------------------------------
+
+
+@rule(tcp.CumsumOp)
+def _cumsum(op: tcp.CumsumOp, args: list[Value], env: Env) -> Value:
+    return torch.cumsum(args[0], dim=scalar(op.axis))
+
+
+def _orderable(x: Value) -> Value:
+    return x.to(torch.uint8) if x.dtype == torch.bool else x
+
+
+@rule(tcp.ArgmaxOp, tcp.ArgminOp)
+def _arg_extreme(op: Operation, args: list[Value], env: Env) -> Value:
+    assert isinstance(op, tcp.ArgmaxOp | tcp.ArgminOp)
+    pick = torch.argmax if op.LARGEST else torch.argmin
+    return pick(_orderable(args[0]), dim=scalar(op.axis), keepdim=bool(scalar(op.keepdim)))
+
+
+@rule(tcp.TopkOp)
+def _topk(op: tcp.TopkOp, args: list[Value], env: Env) -> list[Value]:
+    """A stable sort (ties in index order, NaN above every number) cut to k."""
+    x = args[0]
+    axis, k = scalar(op.axis), scalar(op.k)
+    order = torch.sort(_orderable(x), dim=axis, descending=bool(scalar(op.largest)), stable=True).indices
+    indices = order.narrow(axis, 0, k)
+    return [torch.gather(x, axis, indices), indices]

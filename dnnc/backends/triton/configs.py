@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from dnnc.backends.triton.kernels import GroupInfo, row_axes
 from dnnc.backends.triton.layout import load_axis, tile_axes
+from dnnc.backends.triton.rows import ROW_KINDS, row_axes
+from dnnc.backends.triton.skeleton import GroupInfo, pow2
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import numel, shape_of
@@ -21,10 +22,6 @@ MAX_ROW_TILE = 8192
 """Longest row held in registers at once (elements, float32 in registers)."""
 
 Config = dict[str, int]
-
-
-def pow2(n: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(max(1, n))))
 
 
 def _unique(configs: list[Config]) -> list[Config]:
@@ -98,6 +95,22 @@ def product(m: int, n: int, k: int) -> list[Config]:
     )
 
 
+def attention(sq: int, sk: int, d: int) -> list[Config]:
+    """``BLOCK_M`` query rows per program, keys ``BLOCK_N`` at a time: 128 x 64 with 8
+    warps is the usual shape for head dims up to 128 on Hopper; short sequences take
+    smaller tiles (a program per 16 rows keeps more of the GPU busy), and large head
+    dims smaller key blocks (the tiles live in registers)."""
+    shapes = [(128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 8, 2), (64, 32, 4, 2)]
+    if d > 128:
+        shapes = [(64, 32, 4, 2), (32, 32, 4, 2)]
+    return _unique(
+        [
+            {"BLOCK_M": max(16, min(bm, pow2(sq))), "BLOCK_N": max(16, min(bn, pow2(sk))), "num_warps": w, "num_stages": s}
+            for bm, bn, w, s in shapes
+        ]
+    )
+
+
 def candidates(info: GroupInfo) -> list[Config]:
     op = info.anchor
     if info.kind in ("pointwise", "transpose", "pool"):
@@ -109,11 +122,14 @@ def candidates(info: GroupInfo) -> list[Config]:
             return pointwise(numel(info.outputs[0]))
         return pointwise(numel(info.outputs[0]), pool=True, channels_last=load_axis(op.operands[0], info.inside) == 1)
     assert op is not None
-    if info.kind in ("reduce", "softmax", "layer_norm"):
+    if info.kind in ROW_KINDS:
         shape = shape_of(op.operands[0])
         axes = row_axes(op)
         r = math.prod(shape[a] for a in axes)
         return rows(math.prod(shape) // max(1, r), r)
+    if isinstance(op, tcp.AttentionOp):
+        _, _, sq, d = shape_of(op.query)
+        return attention(sq, shape_of(op.key)[2], d)
     if isinstance(op, tcp.Conv2dOp):
         o, cg, kh, kw = shape_of(op.weight)
         nb, _, ho, wo = shape_of(op.results[0])

@@ -235,6 +235,10 @@ class Emitter:
             return self._concat(op, ix, mask)
         if isinstance(op, tcp.GatherOp):
             return self._gather(op, ix, mask)
+        if isinstance(op, tcp.TakeAlongOp):
+            return self._take_along(op, ix, mask)
+        if isinstance(op, tcp.ScatterOp):
+            return self._scatter(op, ix, mask)
         if isinstance(op, tcp.ConstantOp):
             return self.let(f"tl.full({self.tile}, {literal(op.scalar)}, {compute_type(v)})", "c")
         if isinstance(op, tcp.IotaOp):
@@ -276,6 +280,18 @@ class Emitter:
             return self.let(f"tl.maximum({a}, {b}{nan})", "v")
         if isinstance(op, tcp.MinimumOp):
             return self.let(f"tl.minimum({a}, {b}{nan})", "v")
+        if isinstance(op, (tcp.FloorDivOp, tcp.RemainderOp, tcp.FmodOp)):
+            return self._division(op, a, b, floating)
+        bitwise = {
+            tcp.BitwiseAndOp: "&",
+            tcp.BitwiseOrOp: "|",
+            tcp.BitwiseXorOp: "^",
+            tcp.ShiftLeftOp: "<<",
+            tcp.ShiftRightOp: ">>",
+        }
+        for kind, sym in bitwise.items():
+            if isinstance(op, kind):
+                return self.let(f"{a} {sym} {b}", "v")
         if isinstance(op, tcp.PowOp):
             # exp2(b * log2|a|) with pow's sign and zero rules (no libdevice: the interpreter lacks it).
             r = self.let(f"tl.exp2({b} * tl.log2(tl.abs({a})))", "pw")
@@ -284,6 +300,74 @@ class Emitter:
             r = self.let(f'tl.where({a} < 0, tl.where({whole}, tl.where({odd}, -{r}, {r}), float("nan")), {r})', "pw")
             return self.let(f"tl.where({b} == 0, 1.0, {r})", "v")
         raise CodegenError(f"{op.name} has no Triton expression")
+
+    def _division(self, op: Operation, a: str, b: str, floating: bool) -> str:
+        """Floor division, Python's remainder and C's fmod. Integer ``//`` truncates in
+        compiled Triton but floors in its interpreter: the quotient is corrected from its
+        remainder either way, so both give floor semantics."""
+        if floating:
+            r = self.let(f"{a} - {self._trunc(f'{a} / {b}')} * {b}", "fm")  # C's fmod
+            if isinstance(op, tcp.FmodOp):
+                return r
+            if isinstance(op, tcp.RemainderOp):
+                return self.let(f"tl.where(({r} != 0) & (({r} < 0) != ({b} < 0)), {r} + {b}, {r})", "v")
+            return self.let(f"tl.floor({a} / {b})", "v")
+        q0 = self.let(f"{a} // {b}", "q")
+        r0 = self.let(f"{a} - {q0} * {b}", "r")
+        off = self.let(f"({r0} != 0) & (({r0} < 0) != ({b} < 0))", "fix")
+        if isinstance(op, tcp.FloorDivOp):
+            return self.let(f"tl.where({off}, {q0} - 1, {q0})", "v")
+        r = self.let(f"tl.where({off}, {r0} + {b}, {r0})", "v")  # the remainder with the sign of b
+        if isinstance(op, tcp.RemainderOp):
+            return r
+        return self.let(f"tl.where(({r} != 0) & (({a} < 0) != ({b} < 0)), {r} - {b}, {r})", "v")
+
+    def _trunc(self, x: str) -> str:
+        return self.let(f"tl.where({x} < 0, tl.ceil({x}), tl.floor({x}))", "tr")
+
+    def _round_even(self, x: str) -> str:
+        """Round half to even: floor(x + 0.5), one less on an odd halfway result; floats
+        from 2^23 up are integers already (and x + 0.5 would round there)."""
+        r = self.let(f"tl.floor({x} + 0.5)", "rd")
+        odd_tie = self.let(f"(({r} - {x}) == 0.5) & (({r} - 2.0 * tl.floor({r} * 0.5)) != 0.0)", "rd")
+        r = self.let(f"tl.where({odd_tie}, {r} - 1.0, {r})", "rd")
+        return self.let(f"tl.where(tl.abs({x}) >= 8388608.0, {x}, {r})", "v")
+
+    def _math(self, op: Operation, x: str, floating: bool) -> str | None:
+        """Rounding, trigonometry and the accurate log1p / expm1 (from exp and log, as
+        libdevice is not there under the interpreter), or None for other ops."""
+        if isinstance(op, tcp.SinOp):
+            return self.let(f"tl.sin({x})", "v")
+        if isinstance(op, tcp.CosOp):
+            return self.let(f"tl.cos({x})", "v")
+        if isinstance(op, tcp.TanOp):
+            return self.let(f"tl.sin({x}) / tl.cos({x})", "v")
+        if isinstance(op, tcp.FloorOp):
+            return self.let(f"tl.floor({x})", "v")
+        if isinstance(op, tcp.CeilOp):
+            return self.let(f"tl.ceil({x})", "v")
+        if isinstance(op, tcp.TruncOp):
+            return self._trunc(x)
+        if isinstance(op, tcp.RoundOp):
+            return self._round_even(x)
+        if isinstance(op, tcp.SignOp):
+            one, minus = ("1.0", "-1.0") if floating else ("1", "-1")
+            return self.let(f"tl.where({x} > 0, {one}, tl.where({x} < 0, {minus}, {x}))", "v")
+        if isinstance(op, tcp.BitwiseNotOp):
+            return self.let(f"~{x}", "v")
+        if isinstance(op, tcp.Log1pOp):
+            # log(u) * x / (u - 1) with u = 1 + x corrects the rounding of 1 + x (Goldberg)
+            u = self.let(f"1.0 + {x}", "u")
+            exact = self.let(f"tl.log({u}) * {x} / tl.where({u} == 1.0, 1.0, {u} - 1.0)", "u")
+            return self.let(f'tl.where({u} == 1.0, {x}, tl.where({u} == float("inf"), {u}, {exact}))', "v")
+        if isinstance(op, tcp.Expm1Op):
+            # (u - 1) * x / log(u) with u = exp(x) corrects the rounding of exp(x) - 1 (Kahan)
+            u = self.let(f"tl.exp({x})", "u")
+            lg = self.let(f"tl.log({u})", "u")
+            exact = self.let(f"({u} - 1.0) * {x} / tl.where({lg} == 0.0, 1.0, {lg})", "u")
+            fixed = self.let(f"tl.where({u} - 1.0 == -1.0, -1.0, {exact})", "u")
+            return self.let(f'tl.where({u} == 1.0, {x}, tl.where({u} == float("inf"), {u}, {fixed}))', "v")
+        return None
 
     def _unary(self, op: Operation, x: str, floating: bool) -> str:
         if isinstance(op, tcp.ExpOp):
@@ -313,6 +397,9 @@ class Emitter:
                 inner = self.let(f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})", "g")
                 return self.let(f"0.5 * {x} * (1.0 + {self._tanh(inner)})", "v")
             return self.let(f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))", "v")
+        math_value = self._math(op, x, floating)
+        if math_value is not None:
+            return math_value
         if isinstance(op, tcp.ClampOp):
             # where() keeps NaN inputs NaN, as torch.clamp does; integer bounds truncate.
             convert = float if floating else int
@@ -399,6 +486,39 @@ class Emitter:
         inner_mask = self.let(f"{mask} & {inside}", "m")
         src = [*d[:axis], where, *d[axis + rank :]]
         return self.value(op.input, self.with_dims(shape_of(op.input), src), inner_mask)
+
+    def _take_along(self, op: tcp.TakeAlongOp, ix: Index, mask: str) -> str:
+        """The index at this position names the element along ``axis``; one outside
+        ``[0, n)`` reads 0 (the reference raises)."""
+        axis = scalar(op.axis)
+        d = self.dims(ix)
+        where = self.value(op.indices, self.with_dims(shape_of(op.indices), d), mask)
+        n = shape_of(op.input)[axis]
+        inside = self.let(f"({where} >= 0) & ({where} < {n})", "inb")
+        inner_mask = self.let(f"{mask} & {inside}", "m")
+        src = [where if i == axis else e for i, e in enumerate(d)]
+        return self.value(op.input, self.with_dims(shape_of(op.input), src), inner_mask)
+
+    def _scatter(self, op: tcp.ScatterOp, ix: Index, mask: str) -> str:
+        """An output element is the input's, replaced by (or plus) each update whose
+        index lands on it: a loop over the indices along ``axis`` at this position's
+        other coordinates, later ones winning, as the reference."""
+        axis = scalar(op.axis)
+        d = self.dims(ix)
+        ishape = shape_of(op.indices)
+        covered = [f"({e} < {n})" for i, (e, n) in enumerate(zip(d, ishape)) if i != axis and n < shape_of(op.input)[i]]
+        reach = self.let(" & ".join([mask, *covered]), "m") if covered else mask
+        acc = self.let(self.value(op.input, ix, mask), "sc")
+        with self.block(f"for j in range({ishape[axis]}):"):
+            q = self.with_dims(ishape, [("j" if i == axis else e) for i, e in enumerate(d)])
+            where = self.value(op.indices, q, reach)
+            hit = self.let(f"{reach} & ({where} == {d[axis]})", "hit")
+            update = self.value(op.updates, q, reach)
+            if op.mode.data == "add":
+                self.line(f"{acc} = {acc} + tl.where({hit}, {update}, 0)")
+            else:
+                self.line(f"{acc} = tl.where({hit}, {update}, {acc})")
+        return acc
 
     def _batch_norm(self, op: tcp.BatchNormOp, ix: Index, mask: str) -> str:
         x = self.value(op.input, ix, mask)

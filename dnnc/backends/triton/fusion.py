@@ -5,7 +5,8 @@ Greedy producer-to-consumer fusion in program order: each op starts a group and
 absorbs the groups of its operands' producers when the union is still one kernel
 (``_legal``):
 
-* at most one anchor (reduction, softmax, layer_norm, pooling, matmul, conv2d);
+* at most one anchor (reduction, softmax, a norm, scan, selection, pooling, matmul,
+  conv2d, attention); nothing after a top-k, whose outputs are its own results;
 * after the anchor only elementwise ops (the epilogue runs on the anchor's result in
   registers, at the positions it was computed at); after a pooling anchor also layout
   ops (``LAYOUT_OPS``: transpose, reshape, slice, pad), since a pooled element is
@@ -46,6 +47,7 @@ from dnnc.backends.triton.ops import (
     POOL_ANCHORS,
     PRODUCT_ANCHORS,
     ROW_ANCHORS,
+    SELECT_ANCHORS,
     is_anchor,
     kind_of,
 )
@@ -158,6 +160,8 @@ class _Fuser:
             return len({numel(r) for r in outputs}) <= 1
         anchor = anchors[0]
         after = self._after(anchor, ops)
+        if isinstance(anchor, SELECT_ANCHORS):
+            return not after and all(r.owner is anchor for r in outputs)
         follow = (*ELEMENTWISE, *LAYOUT_OPS) if isinstance(anchor, POOL_ANCHORS) else ELEMENTWISE
         if any(not isinstance(op, follow) for op in after):
             return False

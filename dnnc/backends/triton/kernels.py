@@ -17,19 +17,20 @@ epilogues (elementwise ops after it) fuse by construction:
   the other axes. Loads are then contiguous along the rows and stores along the
   columns; Triton gives each its own coalesced layout and transposes the tile
   through shared memory in between.
-* ``reduce`` / ``softmax`` / ``layer_norm``: a program owns ``BLOCK_M`` rows; the
-  reduced dimensions (any set of axes) are its columns. When the input is contiguous
-  along a row axis instead (a mean over H, W of an NHWC tensor), positions are
-  written per dimension so Triton sees loads contiguous along the rows. If a row fits in
-  ``BLOCK_R`` it is held in registers and read once; otherwise each pass loops over
-  the row in ``BLOCK_R`` chunks (softmax and layer_norm then read it 3 times).
-  Outputs are the anchor's result and elementwise ops of it, or values of the
-  anchor input's shape computed on the way (a residual sum before a layer_norm).
+* row kernels (``reduce``, ``softmax``, ``layer_norm``, ``rms_norm``, ``scan``,
+  ``topk``): ``rows``.
 * ``matmul`` (``matmul``/``batch_matmul``) and ``conv2d`` (implicit GEMM, any
   ``groups``): a program owns a ``BLOCK_M x BLOCK_N`` output tile and loops over K;
   operand tiles are evaluated through the emitter (so transposes, casts and
   elementwise prologues fuse into the loads) and the epilogue (bias, activation,
   residual) runs on the accumulator before the one store.
+* ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
+  loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
+  max and sum in float32, the accumulator rescaled as the max grows), so the scores
+  never reach memory; a causal program stops at its last row's diagonal. Query, key,
+  value and mask tiles are evaluated through the emitter (the head split's
+  transposes and a broadcast mask are index arithmetic); the epilogue runs on the
+  normalized output tile.
 
 Shapes are static and written into the source as numbers; block sizes are
 module-level constexprs, so the source reads as a plain Triton kernel.
@@ -37,138 +38,33 @@ module-level constexprs, so the source reads as a plain Triton kernel.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
-from xdsl.ir import Operation, SSAValue
-
-from dnnc.backends.triton.emitter import (
-    POINTER_TYPES,
-    TL_TYPES,
-    CodegenError,
-    Emitter,
-    Index,
-    storage_type,
-    yielded,
+from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Emitter, Index
+from dnnc.backends.triton.layout import tile_axes
+from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
+from dnnc.backends.triton.skeleton import (
+    INT32_LIMIT,
+    GroupInfo,
+    KernelSource,
+    assemble,
+    index_type,
+    largest_tensor,
+    launch_options,
+    pointer_names,
+    pow2,
+    store_output,
 )
-from dnnc.backends.triton.layout import load_axis, tile_axes
-from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
-from dnnc.ir.text import print_ir
-from dnnc.ir.types import describe, element_name, element_of, is_float, numel, shape_of
-
-INT32_LIMIT = 2**31 - 1
-
-
-@dataclass
-class KernelSource:
-    kind: str
-    name: str
-    text: str
-    signature: dict[str, str]
-    """Parameter name to Triton pointer type, inputs then outputs, in launch order."""
-    grid: tuple[int, int, int]
-    options: dict[str, int] = field(default_factory=dict)
-    """``num_warps`` / ``num_stages`` for ``triton.compile`` and launches."""
-
-
-@dataclass
-class GroupInfo:
-    """What the skeletons need to know about a group."""
-
-    group: tcp.IsolatedGroupOp
-    ops: list[Operation]
-    anchor: Operation | None
-    outputs: list[SSAValue]
-    kind: str
-
-    @classmethod
-    def of(cls, group: tcp.IsolatedGroupOp) -> GroupInfo:
-        block = group.body.block
-        ops = [op for op in block.ops if not isinstance(op, tcp.YieldOp)]
-        for op in ops:
-            if not (is_anchor(op) or isinstance(op, INDEX_OPS)):
-                raise CodegenError(f"{op.name} has no Triton kernel kind (group at {describe(op.results[0].type)})")
-        anchors = [op for op in ops if is_anchor(op)]
-        if len(anchors) > 1:
-            names = ", ".join(op.name for op in anchors)
-            raise CodegenError(f"a Triton group holds at most one reduction, normalization, pooling or product; got {names}")
-        anchor = anchors[0] if anchors else None
-        outputs = yielded(block)
-        return cls(group, ops, anchor, outputs, kind_of(ops, outputs))
-
-    def inside(self, op: Operation) -> bool:
-        """Whether ``op`` is computed in the kernel (else its result is read from memory)."""
-        return op.parent_block() is self.group.body.block
-
-    def depends_on_anchor(self, v: SSAValue) -> bool:
-        if self.anchor is None:
-            return False
-        seen: set[SSAValue] = set()
-        stack = [v]
-        while stack:
-            x = stack.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if x.owner is self.anchor:
-                return True
-            if isinstance(x.owner, Operation):
-                stack.extend(x.owner.operands)
-        return False
-
-
-def _header(info: GroupInfo, name: str, constants: dict[str, int]) -> list[str]:
-    ir = print_ir(info.group).rstrip().splitlines()
-    lines = [f'"""Generated by dnnc: kernel kind `{info.kind}` for this group."""', "#"]
-    lines += [f"# {line}" for line in ir]
-    lines += ["", "import triton", "import triton.language as tl", ""]
-    lines += [f"{k} = tl.constexpr({v})" for k, v in constants.items()]
-    return lines
-
-
-def _pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str], list[str]]:
-    block = info.group.body.block
-    pointers: dict[SSAValue, str] = {}
-    signature: dict[str, str] = {}
-    for i, arg in enumerate(block.args):
-        pointers[arg] = f"in{i}"
-        signature[f"in{i}"] = POINTER_TYPES[element_name(element_of(arg))]
-    outs = []
-    for i, y in enumerate(info.outputs):
-        outs.append(f"out{i}")
-        signature[f"out{i}"] = POINTER_TYPES[element_name(element_of(y))]
-    return pointers, signature, outs
-
-
-def _assemble(info: GroupInfo, em: Emitter, signature: dict[str, str], constants: dict[str, int]) -> tuple[str, str]:
-    name = f"dnnc_{info.kind}"
-    lines = _header(info, name, constants)
-    lines += ["", "", "@triton.jit", f"def {name}({', '.join(signature)}):", *em.lines, ""]
-    return name, "\n".join(lines)
-
-
-def _store(em: Emitter, out: str, y: SSAValue, value: str, offset: str, mask: str) -> None:
-    em.line(f"tl.store({out} + {offset}, {value}.to({storage_type(y)}), mask={mask})")
-
-
-def _index_type(total: int) -> str:
-    return ".to(tl.int64)" if total > INT32_LIMIT else ""
-
-
-def _largest(info: GroupInfo) -> int:
-    """Elements of the largest tensor a kernel addresses (a pool's input outgrows its output)."""
-    return max(numel(v) for v in (*info.group.body.block.args, *info.outputs))
-
+from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
 # Pointwise and pooling ------------------------------------------------------------------
 
 
 def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
-    pointers, signature, outs = _pointer_names(info)
+    pointers, signature, outs = pointer_names(info)
     sizes = {numel(y) for y in info.outputs}
     if len(sizes) != 1:
         shown = ", ".join(describe(y.type) for y in info.outputs)
@@ -183,21 +79,21 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     (n,) = sizes
     em = Emitter(pointers, interpret)
     em.tile = "(BLOCK,)"
-    em.line(f"pid = tl.program_id(0){_index_type(_largest(info))}")
+    em.line(f"pid = tl.program_id(0){index_type(largest_tensor(info))}")
     em.line("offs = pid * BLOCK + tl.arange(0, BLOCK)")
     em.line(f"mask = offs < {n}")
     for y, out in zip(info.outputs, outs):
         v = em.value(y, Index(shape_of(y), flat="offs"), "mask")
-        _store(em, out, y, v, "offs", "mask")
+        store_output(em, out, y, v, "offs", "mask")
     block = config["BLOCK"]
-    name, text = _assemble(info, em, signature, {"BLOCK": block})
-    return KernelSource(info.kind, name, text, signature, (math.ceil(n / block), 1, 1), _options(config))
+    name, text = assemble(info, em, signature, {"BLOCK": block})
+    return KernelSource(info.kind, name, text, signature, (math.ceil(n / block), 1, 1), launch_options(config))
 
 
 def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], interpret: bool) -> KernelSource:
     """2-D tiles over the load axis (rows) and the store axis (columns) of the outputs."""
     load, store = axes
-    pointers, signature, outs = _pointer_names(info)
+    pointers, signature, outs = pointer_names(info)
     shape = shape_of(info.outputs[0])
     block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
     tiles_m, tiles_n = math.ceil(shape[load] / block_m), math.ceil(shape[store] / block_n)
@@ -206,7 +102,7 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
     em = Emitter(pointers, interpret)
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.comment(f"rows: axis {load} (the input is contiguous along it), columns: axis {store} (the output is)")
-    em.line(f"pid = tl.program_id(0){_index_type(_largest(info))}")
+    em.line(f"pid = tl.program_id(0){index_type(largest_tensor(info))}")
     # Programs in row-major order over (other axes, tile_m, tile_n).
     start_m = start_n = ""
     if tiles_n > 1:
@@ -227,176 +123,9 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
     offset = em.let(f"tl.broadcast_to({em.flat(ix)}, (BLOCK_M, BLOCK_N))", "offs")
     for y, out in zip(info.outputs, outs):
         v = em.value(y, ix, "mask")
-        _store(em, out, y, v, offset, "mask")
-    name, text = _assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_N": block_n})
-    return KernelSource(info.kind, name, text, signature, (programs, 1, 1), _options(config))
-
-
-# Row kernels: reductions, softmax, layer_norm -----------------------------------------
-
-
-def row_axes(op: Operation) -> list[int]:
-    rank = len(shape_of(op.operands[0]))
-    if isinstance(op, tcp.ReduceOp):
-        return list(ints(op.axes))
-    if isinstance(op, tcp.SoftmaxOp):
-        return [scalar(op.axis)]
-    assert isinstance(op, tcp.LayerNormOp)
-    return list(range(scalar(op.axis), rank))
-
-
-class _Passes:
-    """Column passes over the rows: one loop each, or one shared tile when a row fits."""
-
-    def __init__(self, em: Emitter, r: int, looped: bool):
-        self.em, self.r, self.looped, self.opened = em, r, looped, False
-
-    def __call__(self) -> contextlib.AbstractContextManager[None]:
-        em = self.em
-
-        def columns() -> None:
-            em.line("cols = c0 + tl.arange(0, BLOCK_R)[None, :]" if self.looped else "cols = tl.arange(0, BLOCK_R)[None, :]")
-            em.line(f"cmask = cols < {self.r}")
-            em.line("mask = rmask & cmask")
-
-        @contextlib.contextmanager
-        def one_pass() -> Iterator[None]:
-            if self.looped:
-                with em.block(f"for c0 in range(0, {self.r}, BLOCK_R):"):
-                    columns()
-                    yield
-            else:
-                if not self.opened:
-                    columns()
-                    self.opened = True
-                yield
-
-        return one_pass()
-
-
-def _rows(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
-    op = info.anchor
-    assert op is not None
-    x = op.operands[0]
-    shape = shape_of(x)
-    axes = row_axes(op)
-    row_shape = [n for i, n in enumerate(shape) if i not in axes]
-    red_shape = [shape[a] for a in axes]
-    rows, r = math.prod(row_shape), math.prod(red_shape)
-    block_m, block_r = config["BLOCK_M"], config["BLOCK_R"]
-    looped = block_r < r
-    pointers, signature, outs = _pointer_names(info)
-    em = Emitter(pointers, interpret)
-    em.tile = "(BLOCK_M, BLOCK_R)"
-    em.line(f"pid = tl.program_id(0){_index_type(rows * r)}")
-    em.line("rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
-    em.line(f"rmask = rows < {rows}")
-    # A flat position keeps loads contiguous along the columns; along a row axis (an
-    # NHWC input reduced over H, W) only positions per dimension show it to Triton.
-    along_rows = load_axis(x, info.inside) not in (None, *axes)
-    trailing = axes == list(range(len(shape) - len(axes), len(shape))) and not along_rows
-    row_dims = None if trailing else em.dims(Index(tuple(row_shape), flat="rows"))
-
-    def full_index() -> Index:
-        if trailing:
-            return Index(shape, flat=f"rows * {r} + cols" if r != 1 else "rows")
-        col_dims = iter(em.dims(Index(tuple(red_shape), flat="cols")))
-        rd = iter(row_dims)
-        return Index(shape, dims=tuple(next(col_dims) if i in axes else next(rd) for i in range(len(shape))))
-
-    result_shape = shape_of(op.results[0])
-    full_outputs, row_outputs = [], []
-    for y, out in zip(info.outputs, outs):
-        row_space = isinstance(op, tcp.ReduceOp) and (info.depends_on_anchor(y) or shape_of(y) != shape)
-        if row_space and shape_of(y) == result_shape:
-            row_outputs.append((y, out))
-        elif not row_space and shape_of(y) == shape:
-            full_outputs.append((y, out))
-        else:
-            raise CodegenError(
-                f"{op.name} over {describe(x.type)}: a group output of {describe(y.type)} is neither a row result "
-                f"({list(result_shape)}) nor shaped like the input"
-            )
-
-    def store_full(ix: Index) -> None:
-        for y, out in full_outputs:
-            v = em.value(y, ix, "mask")
-            _store(em, out, y, v, f"tl.broadcast_to({em.flat(ix)}, (BLOCK_M, BLOCK_R))", "mask")
-
-    passes = _Passes(em, r, looped)
-    tile = "(BLOCK_M, BLOCK_R)"
-    if isinstance(op, tcp.ReduceOp):
-        elem = element_of(x)
-        boolean = element_name(elem) == "i1"
-        acc_type = "tl.float32" if is_float(elem) else ("tl.int32" if boolean else f"tl.{element_name(elem).replace('i', 'int')}")
-        is_max = isinstance(op, tcp.ReduceMaxOp)
-        if is_max:
-            ident = 'float("-inf")' if is_float(elem) else ("0" if boolean else str(-(2 ** (63 if "64" in acc_type else 31))))
-        else:
-            ident = "0"
-        em.line(f"acc = tl.full({tile}, {ident}, {acc_type})")
-        with passes():
-            ix = full_index()
-            xv = em.value(x, ix, "mask")
-            if boolean:
-                xv = em.let(f"{xv}.to(tl.int32)", "x")
-            part = f"tl.where(mask, {xv}, {ident})"
-            if is_max:
-                nan = ", propagate_nan=tl.PropagateNan.ALL" if is_float(elem) else ""
-                em.line(f"acc = tl.maximum(acc, {part}{nan})")
-            else:
-                em.line(f"acc = acc + {part}")
-            store_full(ix)
-        red = em.let(f"tl.{'max' if is_max else 'sum'}(acc, 1)[:, None]", "red")
-        if isinstance(op, tcp.ReduceMeanOp):
-            red = em.let(f"{red} / {r}", "red")
-        if boolean:
-            red = em.let(f"{red} != 0", "red")
-        row_ix = Index(tuple(result_shape), flat="rows")
-        em.anchors[op.results[0]] = (row_ix, red)
-        with em.tiled("(BLOCK_M, 1)"):
-            for y, out in row_outputs:
-                v = em.value(y, row_ix, "rmask")
-                _store(em, out, y, v, "rows", "rmask")
-    elif isinstance(op, tcp.SoftmaxOp):
-        em.line(f'mx = tl.full({tile}, float("-inf"), tl.float32)')
-        with passes():
-            xv = em.value(x, full_index(), "mask")
-            em.line(f'mx = tl.maximum(mx, tl.where(mask, {xv}, float("-inf")))')
-        em.line("row_max = tl.max(mx, 1)[:, None]")
-        em.line(f"sm = tl.zeros({tile}, tl.float32)")
-        with passes():
-            xv = em.value(x, full_index(), "mask")
-            em.line(f"sm = sm + tl.where(mask, tl.exp({xv} - row_max), 0.0)")
-        em.line("row_sum = tl.sum(sm, 1)[:, None]")
-        with passes():
-            ix = full_index()
-            xv = em.value(x, ix, "mask")
-            em.anchors[op.results[0]] = (ix, em.let(f"tl.exp({xv} - row_max) / row_sum", "y"))
-            store_full(ix)
-    else:
-        assert isinstance(op, tcp.LayerNormOp)
-        em.line(f"s1 = tl.zeros({tile}, tl.float32)")
-        with passes():
-            xv = em.value(x, full_index(), "mask")
-            em.line(f"s1 = s1 + tl.where(mask, {xv}, 0.0)")
-        em.line(f"mean = tl.sum(s1, 1)[:, None] / {r}")
-        em.line(f"s2 = tl.zeros({tile}, tl.float32)")
-        with passes():
-            xv = em.value(x, full_index(), "mask")
-            d = em.let(f"tl.where(mask, {xv} - mean, 0.0)", "d")
-            em.line(f"s2 = s2 + {d} * {d}")
-        em.line(f"rstd = tl.rsqrt(tl.sum(s2, 1)[:, None] / {r} + {scalar(op.epsilon)!r})")
-        with passes():
-            ix = full_index()
-            xv = em.value(x, ix, "mask")
-            with em.tiled("(1, BLOCK_R)"):
-                w = em.value(op.weight, Index(tuple(red_shape), flat="cols"), "cmask")
-                b = em.value(op.bias, Index(tuple(red_shape), flat="cols"), "cmask")
-            em.anchors[op.results[0]] = (ix, em.let(f"({xv} - mean) * rstd * {w} + {b}", "y"))
-            store_full(ix)
-    name, text = _assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_R": block_r})
-    return KernelSource(info.kind, name, text, signature, (math.ceil(rows / block_m), 1, 1), _options(config))
+        store_output(em, out, y, v, offset, "mask")
+    name, text = assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_N": block_n})
+    return KernelSource(info.kind, name, text, signature, (programs, 1, 1), launch_options(config))
 
 
 # Products: matmul, batch_matmul, conv2d ---------------------------------------------------
@@ -405,7 +134,7 @@ def _rows(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
 def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     op = info.anchor
     assert op is not None
-    pointers, signature, outs = _pointer_names(info)
+    pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
         if shape_of(y) != out_shape or not info.depends_on_anchor(y):
@@ -460,10 +189,10 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_M, BLOCK_N))", "offs")
     for y, out in zip(info.outputs, outs):
         v = em.value(y, out_ix, "cmask")
-        _store(em, out, y, v, offset, "cmask")
+        store_output(em, out, y, v, offset, "cmask")
     bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
-    name, text = _assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
-    return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(n / bn), batch), _options(config))
+    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
+    return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(n / bn), batch), launch_options(config))
 
 
 def _conv_geometry(op: tcp.Conv2dOp, em: Emitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:
@@ -499,8 +228,93 @@ def _conv_geometry(op: tcp.Conv2dOp, em: Emitter) -> tuple[int, int, int, int, C
     return m, n, k, groups, a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
 
 
-def _options(config: dict[str, int]) -> dict[str, int]:
-    return {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
+# Attention ------------------------------------------------------------------------------
+
+
+def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    op = info.anchor
+    assert isinstance(op, tcp.AttentionOp)
+    pointers, signature, outs = pointer_names(info)
+    out_shape = shape_of(op.result)
+    for y in info.outputs:
+        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
+            raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
+    b, h, sq, d = shape_of(op.query)
+    _, hk, sk, _ = shape_of(op.key)
+    dv = shape_of(op.value)[3]
+    elem = element_name(element_of(op.result))
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    block_d, block_dv = max(16, pow2(d)), max(16, pow2(dv))
+    causal = bool(scalar(op.causal))
+    # float32 scores and products exactly (no TF32), as the reference; bfloat16 through
+    # the interpreter as float32 (its bfloat16 dot is wrong in 3.9), as the product kernels.
+    upcast = interpret and elem == "bf16"
+    precision = ', input_precision="ieee"' if elem == "f32" or upcast else ""
+    dot_type = "tl.float32" if upcast else TL_TYPES[elem]
+    em = Emitter(pointers, interpret)
+    em.line("pid_m = tl.program_id(0)")
+    em.line("pid_bh = tl.program_id(1)")
+    em.line(f"bi = pid_bh // {h}")
+    em.line(f"hi = pid_bh % {h}")
+    em.line(f"hk = hi // {h // hk}" if h != hk else "hk = hi")
+    em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
+    em.line("rd = tl.arange(0, BLOCK_D)[None, :]")
+    em.line("rdv = tl.arange(0, BLOCK_DV)[None, :]")
+    with em.tiled("(BLOCK_M, BLOCK_D)"):
+        em.line(f"qmask = (rm < {sq}) & (rd < {d})")
+        q = em.value(op.query, Index((b, h, sq, d), dims=("bi", "hi", "rm", "rd")), "qmask")
+        q = em.let(f"tl.where(qmask, {q}, 0.0).to({dot_type})", "q")
+    em.line('m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)')
+    em.line("l_i = tl.zeros((BLOCK_M,), tl.float32)")
+    em.line("acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)")
+    # A causal program's last row is at most pid_m * BLOCK_M + BLOCK_M - 1: keys past it are excluded.
+    stop = f"tl.minimum({sk}, (pid_m + 1) * BLOCK_M)" if causal else str(sk)
+    with em.block(f"for n0 in range(0, {stop}, BLOCK_N):"):
+        em.line("rn = n0 + tl.arange(0, BLOCK_N)[None, :]")
+        em.line("rk = n0 + tl.arange(0, BLOCK_N)[:, None]")
+        with em.tiled("(BLOCK_D, BLOCK_N)"):
+            em.line("rdk = tl.arange(0, BLOCK_D)[:, None]")
+            em.line(f"kmask = (rdk < {d}) & (rn < {sk})")
+            kt = em.value(op.key, Index((b, hk, sk, d), dims=("bi", "hk", "rn", "rdk")), "kmask")
+            kt = em.let(f"tl.where(kmask, {kt}, 0.0).to({dot_type})", "kt")
+        em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale)!r}")
+        em.line(f"keep = (rn < {sk}) & (rm < {sq})")
+        if causal:
+            em.line("keep = keep & (rn <= rm)")
+        if op.has_mask:
+            with em.tiled("(BLOCK_M, BLOCK_N)"):
+                em.line(f"smask = (rm < {sq}) & (rn < {sk})")
+                m = em.value(op.mask[0], Index((b, h, sq, sk), dims=("bi", "hi", "rm", "rn")), "smask")
+            if element_name(element_of(op.mask[0])) == "i1":
+                em.line(f"keep = keep & ({m} != 0)")
+            else:
+                em.line(f"s = s + {m}")
+        em.line('s = tl.where(keep, s, float("-inf"))')
+        em.line("m_new = tl.maximum(m_i, tl.max(s, 1))")
+        # rows with no key kept so far have a max of -inf: shift by 0 there, not by -inf
+        em.line('shift = tl.where(m_new == float("-inf"), 0.0, m_new)')
+        em.line("p = tl.exp(s - shift[:, None])")
+        em.line("alpha = tl.exp(m_i - shift)")
+        em.line("l_i = l_i * alpha + tl.sum(p, 1)")
+        with em.tiled("(BLOCK_N, BLOCK_DV)"):
+            em.line(f"vmask = (rk < {sk}) & (rdv < {dv})")
+            v = em.value(op.value, Index((b, hk, sk, dv), dims=("bi", "hk", "rk", "rdv")), "vmask")
+            v = em.let(f"tl.where(vmask, {v}, 0.0).to({dot_type})", "v")
+        em.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({dot_type}), {v}{precision})")
+        em.line("m_i = m_new")
+    # a row with every key excluded has l_i = 0 and gives zeros
+    em.line("o = tl.where(l_i[:, None] > 0, acc / tl.where(l_i[:, None] > 0, l_i[:, None], 1.0), 0.0)")
+    em.line(f"omask = (rm < {sq}) & (rdv < {dv})")
+    out_ix = Index(out_shape, dims=("bi", "hi", "rm", "rdv"))
+    em.anchors[op.result] = (out_ix, "o")
+    em.tile = "(BLOCK_M, BLOCK_DV)"
+    offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_M, BLOCK_DV))", "offs")
+    for y, out in zip(info.outputs, outs):
+        val = em.value(y, out_ix, "omask")
+        store_output(em, out, y, val, offset, "omask")
+    constants = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_D": block_d, "BLOCK_DV": block_dv}
+    name, text = assemble(info, em, signature, constants)
+    return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), launch_options(config))
 
 
 def generate(group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool = False) -> KernelSource:
@@ -508,9 +322,11 @@ def generate(group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool
     info = GroupInfo.of(group)
     if info.kind in ("pointwise", "transpose", "pool"):
         return _pointwise(info, config, interpret)
-    if info.kind in ("reduce", "softmax", "layer_norm"):
-        return _rows(info, config, interpret)
+    if info.kind in ROW_KINDS:
+        return rows_kernel(info, config, interpret)
+    if info.kind == "attention":
+        return _attention(info, config, interpret)
     return _product(info, config, interpret)
 
 
-__all__ = ["GroupInfo", "KernelSource", "generate"]
+__all__ = ["INT32_LIMIT", "GroupInfo", "KernelSource", "generate", "pow2"]

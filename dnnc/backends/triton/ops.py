@@ -3,12 +3,14 @@
 Fusion and code generation agree on one classification:
 
 * *index ops* (elementwise ops, ``reshape/broadcast/transpose/slice/pad/concat/gather``,
+  ``take_along``, ``scatter`` (a loop over its indices along the axis),
   ``batch_norm``, ``constant``, ``iota``) compute an element from elements of their
   operands at computable positions, so any kernel evaluates them as index
   arithmetic at the positions it needs; they never need memory of their own;
 * *anchors* need a loop over many elements per result (``reduce_*``, ``softmax``,
-  ``layer_norm``, pooling) or a tiled product (``matmul``, ``batch_matmul``,
-  ``conv2d``); a kernel holds at most one, and it names the kernel's kind.
+  ``layer_norm``, ``rms_norm``, ``cumsum``, ``argmax``/``argmin``, ``topk``, pooling)
+  or a tiled product (``matmul``, ``batch_matmul``,
+  ``conv2d``, ``attention``); a kernel holds at most one, and it names the kernel's kind.
 
 A group without an anchor is ``pointwise`` (one flat loop over its outputs), or
 ``transpose`` when its main input is contiguous along another axis than its output
@@ -26,15 +28,40 @@ from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
-MOVES = (tcp.ReshapeOp, tcp.BroadcastOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp, tcp.ConcatOp, tcp.GatherOp)
+MOVES = (
+    tcp.ReshapeOp,
+    tcp.BroadcastOp,
+    tcp.TransposeOp,
+    tcp.SliceOp,
+    tcp.PadOp,
+    tcp.ConcatOp,
+    tcp.GatherOp,
+    tcp.TakeAlongOp,
+    tcp.ScatterOp,
+)
 INDEX_OPS = (*ELEMENTWISE, *MOVES, tcp.BatchNormOp, tcp.ConstantOp, tcp.IotaOp)
 LAYOUT_OPS = (tcp.ReshapeOp, tcp.TransposeOp, tcp.SliceOp, tcp.PadOp)
 """Index ops that may follow a pooling anchor: each output element reads one pooled element."""
-ROW_ANCHORS = (tcp.ReduceSumOp, tcp.ReduceMaxOp, tcp.ReduceMeanOp, tcp.SoftmaxOp, tcp.LayerNormOp)
+ROW_ANCHORS = (
+    tcp.ReduceSumOp,
+    tcp.ReduceMaxOp,
+    tcp.ReduceMeanOp,
+    tcp.SoftmaxOp,
+    tcp.LayerNormOp,
+    tcp.RmsNormOp,
+    tcp.CumsumOp,
+    tcp.ArgmaxOp,
+    tcp.ArgminOp,
+)
+"""Anchors of row kernels that may also store values of their input's shape computed
+on the way in (a residual sum before a norm)."""
+SELECT_ANCHORS = (tcp.TopkOp,)
+"""Row anchors whose results are stored as they are: nothing fuses after them."""
 POOL_ANCHORS = (tcp.MaxPool2dOp, tcp.AvgPool2dOp)
 MATMUL_ANCHORS = (tcp.MatmulOp, tcp.BatchMatmulOp)
 CONV_ANCHORS = (tcp.Conv2dOp,)
-ANCHORS = (*ROW_ANCHORS, *POOL_ANCHORS, *MATMUL_ANCHORS, *CONV_ANCHORS)
+ATTENTION_ANCHORS = (tcp.AttentionOp,)
+ANCHORS = (*ROW_ANCHORS, *SELECT_ANCHORS, *POOL_ANCHORS, *MATMUL_ANCHORS, *CONV_ANCHORS, *ATTENTION_ANCHORS)
 PRODUCT_ANCHORS = (*MATMUL_ANCHORS, *CONV_ANCHORS)
 
 KIND_OF_ANCHOR: dict[type[Operation], str] = {
@@ -43,13 +70,32 @@ KIND_OF_ANCHOR: dict[type[Operation], str] = {
     tcp.ReduceMeanOp: "reduce",
     tcp.SoftmaxOp: "softmax",
     tcp.LayerNormOp: "layer_norm",
+    tcp.RmsNormOp: "rms_norm",
+    tcp.CumsumOp: "scan",
+    tcp.ArgmaxOp: "reduce",
+    tcp.ArgminOp: "reduce",
+    tcp.TopkOp: "topk",
     tcp.MaxPool2dOp: "pool",
     tcp.AvgPool2dOp: "pool",
     tcp.MatmulOp: "matmul",
     tcp.BatchMatmulOp: "matmul",
     tcp.Conv2dOp: "conv2d",
+    tcp.AttentionOp: "attention",
 }
-KINDS = ("pointwise", "transpose", "reduce", "softmax", "layer_norm", "pool", "matmul", "conv2d")
+KINDS = (
+    "pointwise",
+    "transpose",
+    "reduce",
+    "softmax",
+    "layer_norm",
+    "rms_norm",
+    "scan",
+    "topk",
+    "pool",
+    "matmul",
+    "conv2d",
+    "attention",
+)
 """Every kernel kind; ``pointwise`` and ``transpose`` are groups with no anchor."""
 
 

@@ -1,7 +1,17 @@
 """Import rules for core ATen ops, one table (``IMPORT_RULES``) filled by the
 modules of this package, grouped by kind of op."""
 
-from dnnc.frontend.aten import elementwise, nn, reductions, shape, sources  # noqa: F401  (they register rules)
+from dnnc.frontend.aten import (  # noqa: F401  (they register rules)
+    attention,
+    elementwise,
+    indexing,
+    nn,
+    reductions,
+    resample,
+    selection,
+    shape,
+    sources,
+)
 from dnnc.frontend.aten.registry import IGNORED, IMPORT_RULES, bind_args
 
 __all__ = ["IGNORED", "IMPORT_RULES", "bind_args"]

@@ -13,7 +13,7 @@ from dnnc.frontend.aten.registry import aten, rule
 from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr
-from dnnc.ir.types import is_float, shape_of
+from dnnc.ir.types import element_of, is_float, shape_of
 
 
 def binary(em: Emitter, op_type: type[tcp.TcpOp], a: Any, b: Any, element: Attribute | None = None) -> SSAValue:
@@ -68,9 +68,34 @@ def div(em: Emitter, self: Any, other: Any) -> SSAValue:
 
 @rule(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def div_mode(em: Emitter, self: Any, other: Any, rounding_mode: Any = None) -> SSAValue:
-    if rounding_mode is not None:
-        em.unsupported(f"division with rounding_mode={rounding_mode!r}")
-    return binary(em, tcp.DivOp, self, other)
+    if rounding_mode is None:
+        return binary(em, tcp.DivOp, self, other)
+    if rounding_mode == "floor":
+        return binary(em, tcp.FloorDivOp, self, other)
+    if rounding_mode != "trunc":
+        em.unsupported(f"division with rounding_mode={rounding_mode!r} (expected None, 'floor' or 'trunc')")
+    if is_float(em.result_type().element_type):
+        return em.build(tcp.TruncOp, [binary(em, tcp.DivOp, self, other)])
+    # a - fmod(a, b) is a multiple of b: its floor division is exact, the truncated quotient
+    out = em.result_type()
+    shape, element = shape_of(out), out.element_type
+    a, b = em.operand(self, shape, element), em.operand(other, shape, element)
+    return em.build(tcp.FloorDivOp, [em.build(tcp.SubOp, [a, em.build(tcp.FmodOp, [a, b])]), b])
+
+
+@rule(aten.floor_divide.default, aten.floor_divide.Scalar)
+def floor_divide(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.FloorDivOp, self, other)
+
+
+@rule(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
+def remainder(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.RemainderOp, self, other)
+
+
+@rule(aten.fmod.Tensor, aten.fmod.Scalar)
+def fmod(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.FmodOp, self, other)
 
 
 @rule(aten.reciprocal.default)
@@ -95,23 +120,64 @@ def minimum(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.MinimumOp, self, other)
 
 
-def _logical(op_type: type[tcp.TcpOp]) -> Any:
-    def run(em: Emitter, self: Any, other: Any) -> SSAValue:
-        if em.result_type().element_type != i1:
-            em.unsupported("bitwise ops on integers")
-        return binary(em, op_type, self, other)
-
-    return run
+def _on_booleans(em: Emitter) -> bool:
+    return em.result_type().element_type == i1
 
 
-rule(aten.logical_and.default, aten.bitwise_and.Tensor)(_logical(tcp.LogicalAndOp))
-rule(aten.logical_or.default, aten.bitwise_or.Tensor)(_logical(tcp.LogicalOrOp))
+@rule(aten.logical_and.default)
+def logical_and(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.LogicalAndOp, self, other)
+
+
+@rule(aten.logical_or.default)
+def logical_or(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.LogicalOrOp, self, other)
+
+
+@rule(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor)
+def bitwise_and(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.LogicalAndOp if _on_booleans(em) else tcp.BitwiseAndOp, self, other)
+
+
+@rule(aten.bitwise_or.Tensor, aten.bitwise_or.Scalar, aten.bitwise_or.Scalar_Tensor)
+def bitwise_or(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.LogicalOrOp if _on_booleans(em) else tcp.BitwiseOrOp, self, other)
+
+
+@rule(aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.bitwise_xor.Scalar_Tensor)
+def bitwise_xor(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return logical_xor(em, self, other) if _on_booleans(em) else binary(em, tcp.BitwiseXorOp, self, other)
+
+
+@rule(
+    aten.__lshift__.Tensor,
+    aten.__lshift__.Scalar,
+    *(getattr(aten.bitwise_left_shift, o) for o in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
+)
+def shift_left(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.ShiftLeftOp, self, other)
+
+
+@rule(
+    aten.__rshift__.Tensor,
+    aten.__rshift__.Scalar,
+    *(getattr(aten.bitwise_right_shift, o) for o in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
+)
+def shift_right(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return binary(em, tcp.ShiftRightOp, self, other)
+
+
+@rule(aten.logical_xor.default)
+def logical_xor(em: Emitter, self: Any, other: Any) -> SSAValue:
+    shape = shape_of(em.result_type())
+    a, b = em.operand(self, shape, i1), em.operand(other, shape, i1)
+    return em.build(tcp.CompareOp, [a, b], predicate=StringAttr("ne"))
 
 
 @rule(aten.logical_not.default, aten.bitwise_not.default)
 def logical_not(em: Emitter, self: Any) -> SSAValue:
     if em.result_type().element_type != i1:
-        em.unsupported("bitwise not on integers")
+        return unary(em, tcp.BitwiseNotOp, self)
     return unary(em, tcp.LogicalNotOp, self)
 
 
@@ -130,7 +196,7 @@ for _pred in ("eq", "ne", "lt", "le", "gt", "ge"):
     rule(_overloads.Tensor, _overloads.Scalar)(_compare(_pred))
 
 
-@rule(aten.where.self)
+@rule(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
 def where(em: Emitter, condition: Any, self: Any, other: Any) -> SSAValue:
     out = em.result_type()
     shape = shape_of(out)
@@ -152,12 +218,75 @@ _UNARY = {
 }
 
 
+_MATH = {
+    aten.sin.default: tcp.SinOp,
+    aten.cos.default: tcp.CosOp,
+    aten.tan.default: tcp.TanOp,
+    aten.log1p.default: tcp.Log1pOp,
+    aten.expm1.default: tcp.Expm1Op,
+    aten.sign.default: tcp.SignOp,
+}
+_ROUNDING = {
+    aten.floor.default: tcp.FloorOp,
+    aten.ceil.default: tcp.CeilOp,
+    aten.round.default: tcp.RoundOp,
+    aten.trunc.default: tcp.TruncOp,
+}
+
+
 def _unary_rule(op_type: type[tcp.TcpOp]) -> Any:
     return lambda em, self: unary(em, op_type, self)
 
 
-for _target, _op in _UNARY.items():
+def _rounding_rule(op_type: type[tcp.TcpOp]) -> Any:
+    """Integers are whole already: rounding them is the identity (as in PyTorch)."""
+    return lambda em, self: unary(em, op_type, self) if is_float(em.result_type().element_type) else em.value(self)
+
+
+for _target, _op in {**_UNARY, **_MATH}.items():
     rule(_target)(_unary_rule(_op))
+for _target, _op in _ROUNDING.items():
+    rule(_target)(_rounding_rule(_op))
+
+LN2 = 0.6931471805599453
+
+
+@rule(aten.log2.default)
+def log2(em: Emitter, self: Any) -> SSAValue:
+    return binary(em, tcp.MulOp, unary(em, tcp.LogOp, self), 1.0 / LN2)
+
+
+@rule(aten.exp2.default)
+def exp2(em: Emitter, self: Any) -> SSAValue:
+    return unary(em, tcp.ExpOp, binary(em, tcp.MulOp, self, LN2))
+
+
+def _float_value(em: Emitter, x: Any) -> SSAValue:
+    v = em.value(x)
+    if not is_float(element_of(v)):
+        em.unsupported(f"expected a float tensor, got {element_of(v)} (integers are never inf or NaN)")
+    return v
+
+
+@rule(aten.isnan.default)
+def isnan(em: Emitter, self: Any) -> SSAValue:
+    v = _float_value(em, self)
+    return em.build(tcp.CompareOp, [v, v], predicate=StringAttr("ne"))
+
+
+@rule(aten.isinf.default)
+def isinf(em: Emitter, self: Any) -> SSAValue:
+    v = _float_value(em, self)
+    inf = em.constant(float("inf"), shape_of(v), element_of(v))
+    return em.build(tcp.CompareOp, [em.build(tcp.AbsOp, [v]), inf], predicate=StringAttr("eq"))
+
+
+@rule(aten.isfinite.default)
+def isfinite(em: Emitter, self: Any) -> SSAValue:
+    """|x| < inf: false for infinities and NaN."""
+    v = _float_value(em, self)
+    inf = em.constant(float("inf"), shape_of(v), element_of(v))
+    return em.build(tcp.CompareOp, [em.build(tcp.AbsOp, [v]), inf], predicate=StringAttr("lt"))
 
 
 @rule(aten.gelu.default)

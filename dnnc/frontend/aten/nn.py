@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.elementwise import binary
@@ -12,7 +13,7 @@ from dnnc.frontend.aten.registry import aten, normalize_axis, rule
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
-from dnnc.ir.types import element_of, shape_of
+from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 
 def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
@@ -134,6 +135,29 @@ def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias
     return y, Unavailable("the layer-norm mean"), Unavailable("the layer-norm inverse std")
 
 
+@rule(aten.native_group_norm.default)
+def group_norm(
+    em: Emitter, input: Any, weight: Any, bias: Any, N: int, C: int, HxW: int, group: int, eps: float
+) -> tuple[object, ...]:
+    """A layer norm over each group's channels and positions (``[N, G, C/G, HxW]``,
+    the last two axes, no affine: splat constants), then the per-channel affine, so
+    the generated kernel is the layer-norm kernel with the affine as its epilogue."""
+    x = em.value(input)
+    shape, element = shape_of(x), element_of(x)
+    if group < 1 or C % group:
+        em.unsupported(f"group norm of {C} channels in {group} groups (groups must divide the channels)")
+    grouped = (N, group, C // group, HxW)
+    xg = em.reshape(x, grouped)
+    ones, zeros = em.constant(1.0, grouped[2:], element), em.constant(0.0, grouped[2:], element)
+    y = em.build(tcp.LayerNormOp, [xg, ones, zeros], axis=int_attr(2), epsilon=float_attr(eps))
+    per_channel = (1, group, C // group, 1)
+    if weight is not None:
+        y = em.build(tcp.MulOp, [y, em.broadcast_to(em.reshape(em.value(weight), per_channel), grouped)])
+    if bias is not None:
+        y = em.build(tcp.AddOp, [y, em.broadcast_to(em.reshape(em.value(bias), per_channel), grouped)])
+    return em.reshape(y, shape), Unavailable("the group-norm mean"), Unavailable("the group-norm inverse std")
+
+
 @rule(aten._softmax.default)
 def softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
     out = em.result_type()
@@ -206,8 +230,10 @@ def adaptive_avg_pool2d(em: Emitter, self: Any, output_size: Any) -> SSAValue:
     oh, ow = _pair(em, output_size, "output_size")
     if (oh, ow) == (1, 1):
         return reduce(em, tcp.ReduceMeanOp, x, [len(shape_of(x)) - 2, len(shape_of(x)) - 1], True)
-    if h % oh or w % ow or len(shape_of(x)) != 4:
-        em.unsupported(f"adaptive average pooling from {h}x{w} to {oh}x{ow} (sizes must divide)")
+    if len(shape_of(x)) != 4:
+        em.unsupported(f"adaptive average pooling of a rank-{len(shape_of(x))} input (expected [N, C, H, W])")
+    if h % oh or w % ow:
+        return _adaptive_windows(em, x, (oh, ow))
     kernel = i64_array([h // oh, w // ow])
     return em.build(
         tcp.AvgPool2dOp,
@@ -218,3 +244,33 @@ def adaptive_avg_pool2d(em: Emitter, self: Any, output_size: Any) -> SSAValue:
         ceil_mode=bool_attr(False),
         count_include_pad=bool_attr(True),
     )
+
+
+def _adaptive_windows(em: Emitter, x: SSAValue, out: tuple[int, int]) -> SSAValue:
+    """Adaptive average pooling where the sizes do not divide: output ``i`` of an axis
+    averages input ``[floor(i * n / m), ceil((i + 1) * n / m))`` (PyTorch's windows,
+    of at most ``k`` elements): the sum over ``t < k`` of the element at ``start + t``
+    (a gather by a small index parameter) times ``1 / length`` where ``t < length``,
+    else 0 (a weight parameter), one axis after the other."""
+    node = em.node.name if em.node is not None else "adaptive_pool"
+    element = element_of(x)
+    for axis, m in ((2, out[0]), (3, out[1])):
+        n = shape_of(x)[axis]
+        starts = [i * n // m for i in range(m)]
+        ends = [-(-(i + 1) * n // m) for i in range(m)]
+        k = max(e - b for b, e in zip(starts, ends))
+        shape = list(shape_of(x))
+        shape[axis] = m
+        column = [1] * 4
+        column[axis] = m
+        total: SSAValue | None = None
+        for t in range(k):
+            index = torch.tensor([min(b + t, n - 1) for b in starts], dtype=torch.int64)
+            weight = torch.tensor([1.0 / (e - b) if b + t < e else 0.0 for b, e in zip(starts, ends)]).to(torch_dtype(element))
+            picked = em.build(tcp.GatherOp, [x, em.param(f"{node}.index{axis}_{t}", index)], axis=int_attr(axis))
+            w = em.broadcast_to(em.reshape(em.param(f"{node}.weight{axis}_{t}", weight), column), shape)
+            term = em.build(tcp.MulOp, [picked, w])
+            total = term if total is None else em.build(tcp.AddOp, [total, term])
+        assert total is not None
+        x = total
+    return x

@@ -8,7 +8,8 @@ from xdsl.dialects.builtin import StringAttr, i1
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axes, normalize_axis, rule
-from dnnc.frontend.emitter import Emitter, Unavailable
+from dnnc.frontend.aten.selection import arg_extreme
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, i64_array
 from dnnc.ir.types import element_of, shape_of
@@ -31,10 +32,10 @@ def _reduce_rule(op_type: type[tcp.ReduceOp]) -> Any:
 
 rule(aten.sum.dim_IntList, aten.sum.default)(_reduce_rule(tcp.ReduceSumOp))
 rule(aten.mean.dim, aten.mean.default)(_reduce_rule(tcp.ReduceMeanOp))
-rule(aten.amax.default)(_reduce_rule(tcp.ReduceMaxOp))
+rule(aten.amax.default, aten.max.default)(_reduce_rule(tcp.ReduceMaxOp))
 
 
-@rule(aten.amin.default)
+@rule(aten.amin.default, aten.min.default)
 def amin(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAValue:
     """min(x) = -max(-x), exact for floats and integers."""
     x = em.value(self)
@@ -46,7 +47,7 @@ def amin(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAV
 def max_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
     x = em.value(self)
     values = reduce(em, tcp.ReduceMaxOp, x, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)
-    return values, Unavailable("the argmax indices")
+    return values, arg_extreme(em, tcp.ArgmaxOp, x, dim, keepdim)
 
 
 @rule(aten.min.dim)
@@ -54,7 +55,7 @@ def min_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[ob
     x = em.value(self)
     neg = em.build(tcp.NegOp, [x])
     values = em.build(tcp.NegOp, [reduce(em, tcp.ReduceMaxOp, neg, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)])
-    return values, Unavailable("the argmin indices")
+    return values, arg_extreme(em, tcp.ArgminOp, x, dim, keepdim)
 
 
 @rule(aten.any.dim, aten.any.dims, aten.any.default)
@@ -81,3 +82,26 @@ def var(em: Emitter, self: Any, dim: Any = None, correction: Any = None, keepdim
     total = reduce(em, tcp.ReduceSumOp, em.build(tcp.MulOp, [centered, centered]), axes, keepdim)
     divisor = em.constant(max(count - correction, 0), shape_of(total), element_of(total))
     return em.build(tcp.DivOp, [total, divisor])
+
+
+@rule(aten.linalg_vector_norm.default)
+def vector_norm(em: Emitter, self: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> SSAValue:
+    """The p-norm over ``dim``: sqrt(sum(x^2)) for 2, sum(|x|) for 1, max(|x|) for inf,
+    sum(|x|^p)^(1/p) otherwise."""
+    out = em.result_type()
+    x = em.cast(em.value(self), out.element_type)
+    axes = normalize_axes(em, dim, len(shape_of(x)))
+    magnitude = em.build(tcp.AbsOp, [x])
+    p = float(ord)
+    if p == float("inf"):
+        return reduce(em, tcp.ReduceMaxOp, magnitude, axes, keepdim)
+    if p == 2:
+        total = reduce(em, tcp.ReduceSumOp, em.build(tcp.MulOp, [x, x]), axes, keepdim)
+        return em.build(tcp.SqrtOp, [total])
+    if p == 1:
+        return reduce(em, tcp.ReduceSumOp, magnitude, axes, keepdim)
+    if p <= 0:
+        em.unsupported(f"vector norm of order {ord} (dnnc takes positive orders and inf)")
+    powered = em.build(tcp.PowOp, [magnitude, em.constant(p, shape_of(x), element_of(x))])
+    total = reduce(em, tcp.ReduceSumOp, powered, axes, keepdim)
+    return em.build(tcp.PowOp, [total, em.constant(1.0 / p, shape_of(total), element_of(total))])

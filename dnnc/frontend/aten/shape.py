@@ -97,16 +97,21 @@ def _clip_index(i: Any, n: int, default: int) -> int:
     return min(max(i, 0), n)
 
 
+def normalized_slice(start: Any, end: Any, n: int) -> tuple[int, int]:
+    """``start:end`` on a dim of ``n`` as PyTorch reads it: negatives from the end,
+    clipped to ``[0, n]``, an end before the start giving an empty slice."""
+    b = _clip_index(start, n, 0)
+    return b, max(_clip_index(end if end != sys.maxsize else None, n, n), b)
+
+
 @rule(aten.slice.Tensor)
 def slice_(em: Emitter, self: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> SSAValue:
     x = em.value(self)
     shape = shape_of(x)
     axis = normalize_axis(em, dim, len(shape))
-    n = shape[axis]
     if step < 1:
         em.unsupported(f"slice step {step} (must be positive)")
-    b = _clip_index(start, n, 0)
-    e = max(_clip_index(end if end != sys.maxsize else None, n, n), b)
+    b, e = normalized_slice(start, end, shape[axis])
     return slice_value(em, x, axis, b, e, step)
 
 
@@ -158,14 +163,6 @@ def embedding(em: Emitter, weight: Any, indices: Any, **_: Any) -> SSAValue:
 def index_select(em: Emitter, self: Any, dim: int, index: Any) -> SSAValue:
     x = em.value(self)
     return gather(em, x, em.value(index), normalize_axis(em, dim, len(shape_of(x))))
-
-
-@rule(aten.index.Tensor)
-def index(em: Emitter, self: Any, indices: Any) -> SSAValue:
-    given = [i for i, ix in enumerate(indices) if ix is not None]
-    if len(given) != 1:
-        em.unsupported("advanced indexing with more than one index tensor")
-    return gather(em, em.value(self), em.value(indices[given[0]]), given[0])
 
 
 @rule(aten.constant_pad_nd.default)

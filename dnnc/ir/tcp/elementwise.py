@@ -322,6 +322,166 @@ class SelectOp(TcpOp):
         return [a]
 
 
-UNARY_OPS = (ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SqrtOp, RsqrtOp, ErfOp, NegOp, AbsOp, LogicalNotOp, GeluOp, ClampOp)
-BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, LogicalAndOp, LogicalOrOp)
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Sine (radians)."""
+
+    name = "tcp.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Cosine (radians)."""
+
+    name = "tcp.cos"
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """Tangent (radians)."""
+
+    name = "tcp.tan"
+
+
+@irdl_op_definition
+class Log1pOp(UnaryOp):
+    """log(1 + x), accurate for small x."""
+
+    name = "tcp.log1p"
+
+
+@irdl_op_definition
+class Expm1Op(UnaryOp):
+    """exp(x) - 1, accurate for small x."""
+
+    name = "tcp.expm1"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """The largest integer not above x (float types; NaN and infinities stay)."""
+
+    name = "tcp.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """The smallest integer not below x."""
+
+    name = "tcp.ceil"
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """The nearest integer, halfway cases to the even one (as ``torch.round``)."""
+
+    name = "tcp.round"
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """x rounded toward zero."""
+
+    name = "tcp.trunc"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """-1, 0 or 1 by the sign of x (0 stays 0, NaN stays NaN); integers too."""
+
+    name = "tcp.sign"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryOp):
+    """~x on integers (two's complement)."""
+
+    name = "tcp.bitwise_not"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryOp):
+    """floor(lhs / rhs) (Python's ``//``). Integer division by zero is undefined (the
+    reference raises); for floats it follows IEEE division."""
+
+    name = "tcp.floor_div"
+
+
+@irdl_op_definition
+class RemainderOp(BinaryOp):
+    """lhs - floor(lhs / rhs) * rhs: the remainder with the sign of rhs (Python's ``%``,
+    ``torch.remainder``). Integer remainder by zero is undefined."""
+
+    name = "tcp.remainder"
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """lhs - trunc(lhs / rhs) * rhs: the remainder with the sign of lhs (C's ``fmod``,
+    ``torch.fmod``). Integer remainder by zero is undefined."""
+
+    name = "tcp.fmod"
+
+
+@irdl_op_definition
+class BitwiseAndOp(BinaryOp):
+    """lhs & rhs on integers."""
+
+    name = "tcp.bitwise_and"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+@irdl_op_definition
+class BitwiseOrOp(BinaryOp):
+    """lhs | rhs on integers."""
+
+    name = "tcp.bitwise_or"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+@irdl_op_definition
+class BitwiseXorOp(BinaryOp):
+    """lhs ^ rhs on integers."""
+
+    name = "tcp.bitwise_xor"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+@irdl_op_definition
+class ShiftLeftOp(BinaryOp):
+    """lhs << rhs on integers (rhs in [0, bits))."""
+
+    name = "tcp.shift_left"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+@irdl_op_definition
+class ShiftRightOp(BinaryOp):
+    """lhs >> rhs on integers, arithmetic (the sign fills in; rhs in [0, bits))."""
+
+    name = "tcp.shift_right"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INDEX_TYPES
+
+
+MATH_OPS = (SinOp, CosOp, TanOp, Log1pOp, Expm1Op, FloorOp, CeilOp, RoundOp, TruncOp, SignOp, BitwiseNotOp)
+INTEGER_BINARY_OPS = (FloorDivOp, RemainderOp, FmodOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp)
+UNARY_OPS = (
+    ExpOp,
+    LogOp,
+    TanhOp,
+    SigmoidOp,
+    SiluOp,
+    SqrtOp,
+    RsqrtOp,
+    ErfOp,
+    NegOp,
+    AbsOp,
+    LogicalNotOp,
+    GeluOp,
+    ClampOp,
+    *MATH_OPS,
+)
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, LogicalAndOp, LogicalOrOp, *INTEGER_BINARY_OPS)
 ELEMENTWISE_OPS = (*UNARY_OPS, *BINARY_OPS, CastOp, CompareOp, SelectOp)

@@ -247,6 +247,36 @@ class LayerNormOp(TcpOp):
 
 
 @irdl_op_definition
+class RmsNormOp(TcpOp):
+    """Root-mean-square norm over dimensions ``axis..rank-1``, then ``* weight``
+    (shaped like those dimensions): ``x / sqrt(mean(x^2) + eps) * weight``
+    (Llama's and T5's norm; no mean is subtracted)."""
+
+    name = "tcp.rms_norm"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    weight = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)"
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
+        x, w = operand_types
+        check_elements(cls.name, x, FLOAT_TYPES)
+        shape = x.get_shape()
+        axis = scalar(props["axis"])
+        check_axis(cls.name, axis, len(shape))
+        if w.element_type != x.element_type or tuple(w.get_shape()) != tuple(shape[axis:]):
+            raise fail(cls.name, f"weight must be {list(shape[axis:])} of the input's type, got {describe(w)}")
+        if scalar(props["epsilon"]) < 0:
+            raise fail(cls.name, "epsilon must be non-negative")
+        return [x]
+
+
+@irdl_op_definition
 class BatchNormOp(TcpOp):
     """Inference batch norm over channel axis 1:
     ``(x - mean) / sqrt(var + eps) * scale + offset`` with per-channel ``[C]`` vectors.
@@ -280,4 +310,4 @@ class BatchNormOp(TcpOp):
         return [x]
 
 
-NN_OPS = (MatmulOp, BatchMatmulOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp, SoftmaxOp, LayerNormOp, BatchNormOp)
+NN_OPS = (MatmulOp, BatchMatmulOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp, SoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from math import prod
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def, var_operand_def
 from xdsl.traits import Pure
@@ -190,4 +190,70 @@ class GatherOp(TcpOp):
         return [TensorType(src.element_type, [*shape[:axis], *idx.get_shape(), *shape[axis + 1 :]])]
 
 
-SHAPE_OPS = (ReshapeOp, BroadcastOp, TransposeOp, ConcatOp, SliceOp, PadOp, GatherOp)
+def _check_index_shape(op: str, src: TensorType, idx: TensorType, axis: int) -> None:
+    """An index tensor of the input's rank, no larger off ``axis`` (torch.gather's rule)."""
+    shape, ishape = src.get_shape(), idx.get_shape()
+    check_elements(op, idx, INDEX_TYPES, "indices")
+    check_axis(op, axis, len(shape))
+    if len(ishape) != len(shape) or any(i > n for d, (i, n) in enumerate(zip(ishape, shape)) if d != axis):
+        raise fail(op, f"indices {describe(idx)} must have the rank of {describe(src)} and no larger dims off axis {axis}")
+
+
+@irdl_op_definition
+class TakeAlongOp(TcpOp):
+    """Pick one element along ``axis`` per index (``torch.gather``, ``take_along_dim``):
+    ``result[p] = input[p with p[axis] = indices[p]]``; the result has the indices'
+    shape, which has the input's rank and no larger dims off ``axis``. Indices must
+    lie in ``[0, input.shape[axis])``."""
+
+    name = "tcp.take_along"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices attr-dict `:` `(` type($input) `,` type($indices) `)` `->` type($result)"
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
+        src, idx = operand_types
+        _check_index_shape(cls.name, src, idx, scalar(props["axis"]))
+        return [TensorType(src.element_type, idx.get_shape())]
+
+
+SCATTER_MODES = ("replace", "add")
+
+
+@irdl_op_definition
+class ScatterOp(TcpOp):
+    """``input`` with elements of ``updates`` written along ``axis`` (``torch.scatter``):
+    for every position ``q`` of ``indices`` (the shape of ``updates``, the input's rank,
+    no larger dims off ``axis``), the result at ``q with q[axis] = indices[q]`` is
+    ``updates[q]`` (``mode = "replace"``; where several ``q`` write one element, the
+    last along ``axis`` wins: torch leaves that case unspecified) or the input plus
+    the sum of the ``updates[q]`` written there (``mode = "add"``). Indices must lie
+    in ``[0, input.shape[axis])``."""
+
+    name = "tcp.scatter"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices `,` $updates attr-dict `:` `(` type($input) `,` type($indices) `,` type($updates) `)` `->` type($result)"
+
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], props: Mapping[str, Attribute]) -> Sequence[TensorType]:
+        src, idx, upd = operand_types
+        _check_index_shape(cls.name, src, idx, scalar(props["axis"]))
+        mode = props["mode"]
+        if not isinstance(mode, StringAttr) or mode.data not in SCATTER_MODES:
+            raise fail(cls.name, f"mode must be one of {SCATTER_MODES}, got {mode}")
+        if upd.element_type != src.element_type or upd.get_shape() != idx.get_shape():
+            raise fail(cls.name, f"updates {describe(upd)} must have the indices' shape and the input's type")
+        return [src]
+
+
+SHAPE_OPS = (ReshapeOp, BroadcastOp, TransposeOp, ConcatOp, SliceOp, PadOp, GatherOp, TakeAlongOp, ScatterOp)

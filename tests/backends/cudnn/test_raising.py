@@ -98,3 +98,28 @@ def test_a_partial_view_is_refused_and_the_graph_kept() -> None:
         raise_graph(graph)
     assert graph.parent is not None
     module.verify()
+
+
+def test_raised_sdpa_is_one_attention_op(rng: torch.Generator) -> None:
+    """A cudnn.sdpa graph (from tcp.attention) raised back is tcp.attention again."""
+    from dnnc.ir import tcp
+
+    q, k, v = (torch.randn(1, 2, 9, 16, generator=rng).half() for _ in range(3))
+    fn = lambda a, b, c: nn.functional.scaled_dot_product_attention(a, b, c, is_causal=True)  # noqa: E731
+    program = to_canonical_tcp(_Fn(fn), (q, k, v))
+    run_passes(program, parse_passes("cudnn-attention,lower-cudnn"))
+    (graph,) = [op for op in program.entry.body.block.ops if isinstance(op, cudnn.GraphOp)]
+    expected = ReferenceExecutor(program).run([q, k, v])
+    raise_graph(graph)
+    assert sum(isinstance(op, tcp.AttentionOp) for op in program.entry.body.walk()) == 1
+    (got,) = ReferenceExecutor(program).run([q, k, v])
+    assert_matches(got, expected[0], torch.float32)
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)

@@ -251,6 +251,166 @@ CASES = [
   func.return %r, %d, %bn : tensor<2x7x6x5xT>, tensor<2x5x7x8xT>, tensor<2x5x11x9xT>
 }""",
     ),
+    Case(
+        "attention_gqa_head_dim_40",
+        ("attention",),
+        """func.func @forward(%q: tensor<2x4x37x40xT>, %k: tensor<2x2x45x40xT>, %v: tensor<2x2x45x24xT>) -> tensor<2x4x37x24xT> {
+  %a = tcp.attention %q, %k, %v {scale = 0.158 : f64, causal = false} : tensor<2x4x37x40xT>, tensor<2x2x45x40xT>, tensor<2x2x45x24xT> -> tensor<2x4x37x24xT>
+  func.return %a : tensor<2x4x37x24xT>
+}""",
+    ),
+    Case(
+        "attention_heads_split_bool_mask",
+        ("attention", "pointwise"),
+        # BERT's layout: heads split from [B, S, H*D] by reshape + transpose (prologue index
+        # ops of the kernel), a [B, 1, 1, S] padding mask broadcast (index arithmetic), the
+        # output transposed back by a kernel of its own; a fully masked batch row gives zeros.
+        """func.func @forward(%x: tensor<2x19x48xT>, %keep: tensor<2x19xi1>) -> tensor<2x19x48xT> {
+  %r = tcp.reshape %x : tensor<2x19x48xT> to tensor<2x19x3x16xT>
+  %q = tcp.transpose %r {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x19x3x16xT> -> tensor<2x3x19x16xT>
+  %m = tcp.reshape %keep : tensor<2x19xi1> to tensor<2x1x1x19xi1>
+  %mb = tcp.broadcast %m : tensor<2x1x1x19xi1> to tensor<2x3x19x19xi1>
+  %a = tcp.attention %q, %q, %q mask(%mb : tensor<2x3x19x19xi1>) {scale = 0.25 : f64, causal = false} : tensor<2x3x19x16xT>, tensor<2x3x19x16xT>, tensor<2x3x19x16xT> -> tensor<2x3x19x16xT>
+  %t = tcp.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x19x16xT> -> tensor<2x19x3x16xT>
+  %o = tcp.reshape %t : tensor<2x19x3x16xT> to tensor<2x19x48xT>
+  func.return %o : tensor<2x19x48xT>
+}""",
+    ),
+    Case(
+        "attention_causal_additive_mask_epilogue",
+        ("attention",),
+        """func.func @forward(%q: tensor<1x2x70x32xT>, %k: tensor<1x2x70x32xT>, %v: tensor<1x2x70x32xT>, %bias: tensor<70x70xT>, %res: tensor<1x2x70x32xT>) -> tensor<1x2x70x32xT> {
+  %br = tcp.reshape %bias : tensor<70x70xT> to tensor<1x1x70x70xT>
+  %bb = tcp.broadcast %br : tensor<1x1x70x70xT> to tensor<1x2x70x70xT>
+  %a = tcp.attention %q, %k, %v mask(%bb : tensor<1x2x70x70xT>) {scale = 0.177 : f64, causal = true} : tensor<1x2x70x32xT>, tensor<1x2x70x32xT>, tensor<1x2x70x32xT> -> tensor<1x2x70x32xT>
+  %o = tcp.add %a, %res : tensor<1x2x70x32xT>
+  func.return %o : tensor<1x2x70x32xT>
+}""",
+    ),
+    Case(
+        "math_ops",
+        ("pointwise", "pointwise", "pointwise"),
+        # rounding at halfway points and beyond 2^23, trigonometry, log1p / expm1 near 0
+        """func.func @forward(%x: tensor<5x37xT>) -> (tensor<5x37xT>, tensor<5x37xT>, tensor<5x37xT>) {
+  %s = tcp.constant {value = 2.5 : f64} : tensor<5x37xT>
+  %xs = tcp.mul %x, %s : tensor<5x37xT>
+  %r = tcp.round %xs : tensor<5x37xT>
+  %f = tcp.floor %xs : tensor<5x37xT>
+  %c = tcp.ceil %xs : tensor<5x37xT>
+  %t = tcp.trunc %xs : tensor<5x37xT>
+  %g = tcp.sign %x : tensor<5x37xT>
+  %rf = tcp.add %r, %f : tensor<5x37xT>
+  %ct = tcp.sub %c, %t : tensor<5x37xT>
+  %a = tcp.add %rf, %ct : tensor<5x37xT>
+  %o1 = tcp.add %a, %g : tensor<5x37xT>
+  %sn = tcp.sin %x : tensor<5x37xT>
+  %cs = tcp.cos %x : tensor<5x37xT>
+  %tn = tcp.tan %x : tensor<5x37xT>
+  %e = tcp.constant {value = 1.0e-03 : f64} : tensor<5x37xT>
+  %xe = tcp.mul %x, %e : tensor<5x37xT>
+  %l = tcp.log1p %xe : tensor<5x37xT>
+  %m = tcp.expm1 %xe : tensor<5x37xT>
+  %lm = tcp.add %l, %m : tensor<5x37xT>
+  %o2 = tcp.add %sn, %cs : tensor<5x37xT>
+  %o3 = tcp.add %tn, %lm : tensor<5x37xT>
+  func.return %o1, %o2, %o3 : tensor<5x37xT>, tensor<5x37xT>, tensor<5x37xT>
+}""",
+    ),
+    Case(
+        "integer_ops",
+        ("pointwise",),
+        # floor division and both remainders on negative operands, bitwise ops and shifts
+        """func.func @forward(%i: tensor<4x29xi64>, %j: tensor<4x29xi64>, %x: tensor<4x29xT>) -> (tensor<4x29xi64>, tensor<4x29xi64>, tensor<4x29xT>) {
+  %five = tcp.constant {value = 5 : i64} : tensor<4x29xi64>
+  %n = tcp.sub %i, %five : tensor<4x29xi64>
+  %three = tcp.constant {value = 3 : i64} : tensor<4x29xi64>
+  %d = tcp.sub %three, %j : tensor<4x29xi64>
+  %one = tcp.constant {value = 1 : i64} : tensor<4x29xi64>
+  %zero = tcp.constant {value = 0 : i64} : tensor<4x29xi64>
+  %isz = tcp.compare %d, %zero {predicate = "eq"} : tensor<4x29xi64> -> tensor<4x29xi1>
+  %nz = tcp.select %isz, %one, %d : tensor<4x29xi1>, tensor<4x29xi64>
+  %q = tcp.floor_div %n, %nz : tensor<4x29xi64>
+  %r = tcp.remainder %n, %nz : tensor<4x29xi64>
+  %f = tcp.fmod %n, %nz : tensor<4x29xi64>
+  %qr = tcp.add %q, %r : tensor<4x29xi64>
+  %o1 = tcp.mul %qr, %f : tensor<4x29xi64>
+  %a = tcp.bitwise_and %n, %three : tensor<4x29xi64>
+  %b = tcp.bitwise_or %a, %j : tensor<4x29xi64>
+  %c = tcp.bitwise_xor %b, %five : tensor<4x29xi64>
+  %nt = tcp.bitwise_not %c : tensor<4x29xi64>
+  %sl = tcp.shift_left %nt, %one : tensor<4x29xi64>
+  %o2 = tcp.shift_right %sl, %three : tensor<4x29xi64>
+  %xf = tcp.cast %nz : tensor<4x29xi64> to tensor<4x29xT>
+  %fm = tcp.fmod %x, %xf : tensor<4x29xT>
+  %rm = tcp.remainder %x, %xf : tensor<4x29xT>
+  %fd = tcp.floor_div %x, %xf : tensor<4x29xT>
+  %s1 = tcp.add %fm, %rm : tensor<4x29xT>
+  %o3 = tcp.add %s1, %fd : tensor<4x29xT>
+  func.return %o1, %o2, %o3 : tensor<4x29xi64>, tensor<4x29xi64>, tensor<4x29xT>
+}""",
+        ints=((0, 11), (1, 7)),
+    ),
+    Case(
+        "take_along_scatter_flip",
+        ("pointwise", "pointwise"),
+        # torch.gather, a scatter that replaces and one that adds (duplicate indices along
+        # the axis: the last write wins, the sums add up), a flip as a gather by a
+        # descending iota; the scatters' indices are narrower than the input off the axis
+        """func.func @forward(%x: tensor<3x17xT>, %i: tensor<3x9xi64>, %u: tensor<2x9xT>) -> (tensor<3x9xT>, tensor<3x17xT>) {
+  %t = tcp.take_along %x, %i {axis = 1 : i64} : (tensor<3x17xT>, tensor<3x9xi64>) -> tensor<3x9xT>
+  %rev = tcp.iota {start = 16 : i64, step = -1 : i64} : tensor<17xi64>
+  %fl = tcp.gather %x, %rev {axis = 1 : i64} : (tensor<3x17xT>, tensor<17xi64>) -> tensor<3x17xT>
+  %ii = tcp.slice %i {starts = array<i64: 0, 0>, limits = array<i64: 2, 9>, strides = array<i64: 1, 1>} : tensor<3x9xi64> -> tensor<2x9xi64>
+  %s1 = tcp.scatter %fl, %ii, %u {axis = 1 : i64, mode = "replace"} : (tensor<3x17xT>, tensor<2x9xi64>, tensor<2x9xT>) -> tensor<3x17xT>
+  %s2 = tcp.scatter %s1, %ii, %u {axis = 1 : i64, mode = "add"} : (tensor<3x17xT>, tensor<2x9xi64>, tensor<2x9xT>) -> tensor<3x17xT>
+  func.return %t, %s2 : tensor<3x9xT>, tensor<3x17xT>
+}""",
+        ints=((1, 17),),
+    ),
+    Case(
+        "scan_rms_norm_arg_extremes",
+        ("scan", "scan", "rms_norm", "reduce", "reduce", "reduce", "reduce"),
+        # running sums along the last axis and (integers) along the first; RMS norm with a
+        # residual add on the way in; argmax/argmin with NaNs (sqrt of negatives: the first
+        # NaN wins) and with integer ties (the first index wins)
+        """func.func @forward(%x: tensor<5x37xT>, %i: tensor<5x37xi64>, %w: tensor<37xT>, %res: tensor<5x37xT>) -> (tensor<5x37xT>, tensor<5x37xi64>, tensor<5x37xT>, tensor<5x37xT>, tensor<5xi64>, tensor<1x37xi64>, tensor<5xi64>, tensor<37xi64>) {
+  %c = tcp.cumsum %x {axis = 1 : i64} : tensor<5x37xT> -> tensor<5x37xT>
+  %ci = tcp.cumsum %i {axis = 0 : i64} : tensor<5x37xi64> -> tensor<5x37xi64>
+  %h = tcp.add %x, %res : tensor<5x37xT>
+  %r = tcp.rms_norm %h, %w {axis = 1 : i64, epsilon = 1.0e-06 : f64} : tensor<5x37xT>, tensor<37xT>
+  %sq = tcp.sqrt %x : tensor<5x37xT>
+  %am = tcp.argmax %sq {axis = 1 : i64, keepdim = false} : tensor<5x37xT> -> tensor<5xi64>
+  %an = tcp.argmin %x {axis = 0 : i64, keepdim = true} : tensor<5x37xT> -> tensor<1x37xi64>
+  %ai = tcp.argmax %i {axis = 1 : i64, keepdim = false} : tensor<5x37xi64> -> tensor<5xi64>
+  %aj = tcp.argmin %i {axis = 0 : i64, keepdim = false} : tensor<5x37xi64> -> tensor<37xi64>
+  func.return %c, %ci, %h, %r, %am, %an, %ai, %aj : tensor<5x37xT>, tensor<5x37xi64>, tensor<5x37xT>, tensor<5x37xT>, tensor<5xi64>, tensor<1x37xi64>, tensor<5xi64>, tensor<37xi64>
+}""",
+    ),
+    Case(
+        "topk_and_sort",
+        ("pointwise", "topk", "topk", "topk"),
+        # top-3 with NaNs (they rank first), a whole-row ascending sort (NaNs last), and
+        # integer top-4 with ties (in index order), along the first axis
+        """func.func @forward(%x: tensor<4x23xT>, %i: tensor<9x6xi64>) -> (tensor<4x3xT>, tensor<4x3xi64>, tensor<4x23xT>, tensor<4x23xi64>, tensor<4x6xi64>) {
+  %sq = tcp.sqrt %x : tensor<4x23xT>
+  %v, %k = tcp.topk %sq {k = 3 : i64, axis = 1 : i64, largest = true} : tensor<4x23xT> -> tensor<4x3xT>, tensor<4x3xi64>
+  %sv, %sk = tcp.topk %sq {k = 23 : i64, axis = 1 : i64, largest = false} : tensor<4x23xT> -> tensor<4x23xT>, tensor<4x23xi64>
+  %iv, %ik = tcp.topk %i {k = 4 : i64, axis = 0 : i64, largest = true} : tensor<9x6xi64> -> tensor<4x6xi64>, tensor<4x6xi64>
+  func.return %v, %k, %sv, %sk, %ik : tensor<4x3xT>, tensor<4x3xi64>, tensor<4x23xT>, tensor<4x23xi64>, tensor<4x6xi64>
+}""",
+    ),
+    Case(
+        "long_row_selections",
+        ("scan", "topk", "reduce", "rms_norm"),
+        """func.func @forward(%x: tensor<2x9000xT>, %w: tensor<9000xT>) -> (tensor<2x9000xT>, tensor<2x2xT>, tensor<2x2xi64>, tensor<2xi64>, tensor<2x9000xT>) {
+  %c = tcp.cumsum %x {axis = 1 : i64} : tensor<2x9000xT> -> tensor<2x9000xT>
+  %v, %k = tcp.topk %x {k = 2 : i64, axis = 1 : i64, largest = false} : tensor<2x9000xT> -> tensor<2x2xT>, tensor<2x2xi64>
+  %a = tcp.argmax %x {axis = 1 : i64, keepdim = false} : tensor<2x9000xT> -> tensor<2xi64>
+  %r = tcp.rms_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x9000xT>, tensor<9000xT>
+  func.return %c, %v, %k, %a, %r : tensor<2x9000xT>, tensor<2x2xT>, tensor<2x2xi64>, tensor<2xi64>, tensor<2x9000xT>
+}""",
+        looped=True,
+    ),
 ]
 
 KIND_CASES = {kind for case in CASES for kind in case.kinds}

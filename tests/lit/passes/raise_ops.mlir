@@ -109,3 +109,56 @@ func.func @wrong_count(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = tcp.add %scaled, %one : tensor<4x8xf32>
   func.return %y : tensor<4x8xf32>
 }
+
+// Llama's RMS norm as PyTorch exports it: in float32 between casts, x * rsqrt(mean(x^2)
+// + eps), then the weight in the input's type. One tcp.rms_norm with a unit weight;
+// the casts and the weight stay around it (a fused kernel's prologue and epilogue).
+// CHECK-LABEL: func.func @rms_norm_llama
+// CHECK:         %[[H:.*]] = tcp.cast %x : tensor<2x3x8xf16> to tensor<2x3x8xf32>
+// CHECK-NEXT:    %[[ONE:.*]] = tcp.constant {value = 1.000000e+00 : f64} : tensor<8xf32>
+// CHECK-NEXT:    %[[N:.*]] = tcp.rms_norm %[[H]], %[[ONE]] {axis = 2 : i64, epsilon = 1.000000e-06 : f64} : tensor<2x3x8xf32>, tensor<8xf32>
+// CHECK-NEXT:    %[[C:.*]] = tcp.cast %[[N]] : tensor<2x3x8xf32> to tensor<2x3x8xf16>
+// CHECK-NEXT:    %[[Y:.*]] = tcp.mul %wb, %[[C]]
+// CHECK-NOT:     tcp.rsqrt
+func.func @rms_norm_llama(%x: tensor<2x3x8xf16>, %wb: tensor<2x3x8xf16>) -> tensor<2x3x8xf16> {
+  %h = tcp.cast %x : tensor<2x3x8xf16> to tensor<2x3x8xf32>
+  %two = tcp.constant {value = 2.000000e+00 : f64} : tensor<2x3x8xf32>
+  %sq = tcp.pow %h, %two : tensor<2x3x8xf32>
+  %m = tcp.reduce_mean %sq {axes = array<i64: 2>, keepdim = true} : tensor<2x3x8xf32> -> tensor<2x3x1xf32>
+  %eps = tcp.constant {value = 1.000000e-06 : f64} : tensor<2x3x1xf32>
+  %v = tcp.add %m, %eps : tensor<2x3x1xf32>
+  %r = tcp.rsqrt %v : tensor<2x3x1xf32>
+  %rb = tcp.broadcast %r : tensor<2x3x1xf32> to tensor<2x3x8xf32>
+  %n = tcp.mul %h, %rb : tensor<2x3x8xf32>
+  %c = tcp.cast %n : tensor<2x3x8xf32> to tensor<2x3x8xf16>
+  %y = tcp.mul %wb, %c : tensor<2x3x8xf16>
+  func.return %y : tensor<2x3x8xf16>
+}
+
+// Over the last two axes, the square as x * x and the scale on the left; the mean of
+// another value's square is not this value's norm (nothing changes).
+// CHECK-LABEL: func.func @rms_norm_two_axes
+// CHECK:         tcp.rms_norm %x, %{{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x5xf32>, tensor<4x5xf32>
+// CHECK-LABEL: func.func @not_its_own_square
+// CHECK-NOT:     tcp.rms_norm
+// CHECK:         tcp.rsqrt
+func.func @rms_norm_two_axes(%x: tensor<2x4x5xf32>) -> tensor<2x4x5xf32> {
+  %sq = tcp.mul %x, %x : tensor<2x4x5xf32>
+  %m = tcp.reduce_mean %sq {axes = array<i64: 1, 2>, keepdim = true} : tensor<2x4x5xf32> -> tensor<2x1x1xf32>
+  %eps = tcp.constant {value = 1.000000e-05 : f64} : tensor<2x1x1xf32>
+  %v = tcp.add %eps, %m : tensor<2x1x1xf32>
+  %r = tcp.rsqrt %v : tensor<2x1x1xf32>
+  %rb = tcp.broadcast %r : tensor<2x1x1xf32> to tensor<2x4x5xf32>
+  %n = tcp.mul %rb, %x : tensor<2x4x5xf32>
+  func.return %n : tensor<2x4x5xf32>
+}
+func.func @not_its_own_square(%x: tensor<2x8xf32>, %z: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %sq = tcp.mul %z, %z : tensor<2x8xf32>
+  %m = tcp.reduce_mean %sq {axes = array<i64: 1>, keepdim = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+  %eps = tcp.constant {value = 1.000000e-05 : f64} : tensor<2x1xf32>
+  %v = tcp.add %m, %eps : tensor<2x1xf32>
+  %r = tcp.rsqrt %v : tensor<2x1xf32>
+  %rb = tcp.broadcast %r : tensor<2x1xf32> to tensor<2x8xf32>
+  %n = tcp.mul %x, %rb : tensor<2x8xf32>
+  func.return %n : tensor<2x8xf32>
+}
