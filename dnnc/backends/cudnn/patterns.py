@@ -35,10 +35,14 @@ def _check_conv(op: Operation) -> str | None:
     assert isinstance(op, tcp.Conv2dOp)
     if reason := _float_types(op):
         return reason
-    c = shape_of(op.input)[1]
+    _, c, h, w = shape_of(op.input)
     groups = int(scalar(op.groups))
     if groups not in (1, c):
         return f"grouped convolution (groups = {groups} of {c} channels) is left to codegen"
+    if (h, w) == (1, 1):
+        # A squeeze-excite convolution is a small matrix product; on an H100 its cuDNN
+        # graphs (channels not multiples of 8, 1x1 NHWC descriptors) gave wrong results.
+        return "a convolution of a 1x1 map is a small matrix product, left to codegen"
     return None
 
 
@@ -130,11 +134,21 @@ def epilogue_step(user: Operation, current: SSAValue) -> Step | None:
         return Step(user, BINARY_MODES[type(user)])
     other = rhs if lhs is current else lhs
     owner = other.owner
+    if isinstance(owner, tcp.BroadcastOp) and _per_sample(owner):
+        return None
     if isinstance(owner, tcp.BroadcastOp):
         label = "bias" if BINARY_MODES[type(user)] == "add" else BINARY_MODES[type(user)]
         return Step(user, label, other, owner)
     label = "add" if BINARY_MODES[type(user)] == "add" else BINARY_MODES[type(user)]
     return Step(user, label, other)
+
+
+def _per_sample(broadcast: tcp.BroadcastOp) -> bool:
+    """A side operand broadcast over some dims but not over the batch (a UNet's
+    per-sample time embedding ``[N, C, 1, 1]``): cuDNN graphs reading one gave
+    non-finite results on an H100, so the graph ends before it (codegen adds it)."""
+    src, dst = shape_of(broadcast.input), shape_of(broadcast.result)
+    return len(src) > 1 and src[0] == dst[0] > 1 and src != dst
 
 
 def pattern_for(op: Operation) -> Pattern | None:

@@ -193,3 +193,21 @@ func.func @grouped_and_depthwise(%x: tensor<1x4x6x6xf32>) -> tensor<1x8x6x6xf32>
   %r = tcp.clamp %d {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64} : tensor<1x8x6x6xf32>
   func.return %r : tensor<1x8x6x6xf32>
 }
+
+// A convolution of a 1x1 map (a squeeze-excite block) is a small matrix product: it
+// stays for code generation. A side operand broadcast over H and W but not over the
+// batch (a per-sample time embedding) ends the epilogue before it.
+// CHECK-LABEL: func.func @squeeze_excite_and_per_sample_bias
+// CHECK-NOT:     kind = "conv
+// CHECK:         tcp.conv2d %p
+// CHECK:         %[[G:.*]] = tcp.isolated_group({{.*}}) {backend = "cudnn", kind = "conv_bias"}
+// CHECK:         tcp.add %[[G]], %tb
+func.func @squeeze_excite_and_per_sample_bias(%p: tensor<2x16x1x1xf16>, %w1: tensor<4x16x1x1xf16>, %x: tensor<2x8x6x6xf16>, %w2: tensor<8x8x3x3xf16>, %b: tensor<1x8x1x1xf16>, %t: tensor<2x8x1x1xf16>) -> (tensor<2x4x1x1xf16>, tensor<2x8x6x6xf16>) {
+  %se = tcp.conv2d %p, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x16x1x1xf16>, tensor<4x16x1x1xf16>) -> tensor<2x4x1x1xf16>
+  %c = tcp.conv2d %x, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x6x6xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x6x6xf16>
+  %bb = tcp.broadcast %b : tensor<1x8x1x1xf16> to tensor<2x8x6x6xf16>
+  %cb = tcp.add %c, %bb : tensor<2x8x6x6xf16>
+  %tb = tcp.broadcast %t : tensor<2x8x1x1xf16> to tensor<2x8x6x6xf16>
+  %y = tcp.add %cb, %tb : tensor<2x8x6x6xf16>
+  func.return %se, %y : tensor<2x4x1x1xf16>, tensor<2x8x6x6xf16>
+}
