@@ -286,7 +286,11 @@ def _best(k: _Row, largest: bool, after: tuple[str, str, str] | None) -> tuple[s
     em.line(f"bi = tl.full((BLOCK_M, 1), {k.r}, tl.int32)")
     with k.passes():
         _, xv = k.load()
-        xv = em.let(f"{xv}.to({acc})", "x")
+        # Rank the values the input holds: a fused producer's result, rounded to the
+        # input's type first, so that values equal in that type tie as they do unfused.
+        stored = TL_TYPES[element_name(elem)]
+        rounded = f"{xv}.to({stored}, fp_downcast_rounding='rtne').to({acc})" if floating and stored != acc else f"{xv}.to({acc})"
+        xv = em.let(rounded, "x")
         if floating:
             nan = em.let(f"{xv} != {xv}", "nan")
             c = em.let(f"{nan}.to(tl.int32)" if largest else f"1 - {nan}.to(tl.int32)", "cls")
