@@ -16,7 +16,7 @@ from dnnc.backends.triton.rows import ROW_KINDS, row_axes
 from dnnc.backends.triton.skeleton import GroupInfo, pow2
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
-from dnnc.ir.types import numel, shape_of
+from dnnc.ir.types import element_of, numel, shape_of, torch_dtype
 
 MAX_ROW_TILE = 8192
 """Longest row held in registers at once (elements, float32 in registers)."""
@@ -95,20 +95,38 @@ def product(m: int, n: int, k: int) -> list[Config]:
     )
 
 
-def attention(sq: int, sk: int, d: int) -> list[Config]:
+ATTENTION_SMEM_BUDGET = 160 * 1024
+"""Shared memory an attention config may plan for (bytes): under the 227 KiB a block
+may take on Hopper, with room for what Triton adds beyond the operand tiles."""
+
+
+def attention_smem(bm: int, bn: int, d: int, dv: int, stages: int, itemsize: int) -> int:
+    """Bytes of the tiles an attention program stages: the query tile, ``stages``
+    buffers of the key and value tiles, and the probabilities fed to the second dot."""
+    return itemsize * (bm * pow2(d) + stages * bn * (pow2(d) + pow2(dv)) + bm * bn)
+
+
+def attention(sq: int, sk: int, d: int, dv: int | None = None, itemsize: int = 2) -> list[Config]:
     """``BLOCK_M`` query rows per program, keys ``BLOCK_N`` at a time: 128 x 64 with 8
     warps is the usual shape for head dims up to 128 on Hopper; short sequences take
     smaller tiles (a program per 16 rows keeps more of the GPU busy), and large head
-    dims smaller key blocks (the tiles live in registers)."""
+    dims smaller key blocks (the tiles live in registers). A shape whose tiles outgrow
+    the shared-memory budget (float32, head dim 128) pipelines fewer stages, or is
+    left out; the smallest shape always stays."""
+    dv = d if dv is None else dv
     shapes = [(128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 8, 2), (64, 32, 4, 2)]
-    if d > 128:
+    if max(d, dv) > 128:
         shapes = [(64, 32, 4, 2), (32, 32, 4, 2)]
-    return _unique(
-        [
-            {"BLOCK_M": max(16, min(bm, pow2(sq))), "BLOCK_N": max(16, min(bn, pow2(sk))), "num_warps": w, "num_stages": s}
-            for bm, bn, w, s in shapes
-        ]
-    )
+    configs = []
+    for bm, bn, w, stages in shapes:
+        bm, bn = max(16, min(bm, pow2(sq))), max(16, min(bn, pow2(sk)))
+        while stages > 1 and attention_smem(bm, bn, d, dv, stages, itemsize) > ATTENTION_SMEM_BUDGET:
+            stages -= 1
+        if attention_smem(bm, bn, d, dv, stages, itemsize) <= ATTENTION_SMEM_BUDGET:
+            configs.append({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": stages})
+    if not configs:
+        configs.append({"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1})
+    return _unique(configs)
 
 
 def candidates(info: GroupInfo) -> list[Config]:
@@ -129,7 +147,8 @@ def candidates(info: GroupInfo) -> list[Config]:
         return rows(math.prod(shape) // max(1, r), r)
     if isinstance(op, tcp.AttentionOp):
         _, _, sq, d = shape_of(op.query)
-        return attention(sq, shape_of(op.key)[2], d)
+        itemsize = torch_dtype(element_of(op.query)).itemsize
+        return attention(sq, shape_of(op.key)[2], d, shape_of(op.value)[3], itemsize)
     if isinstance(op, tcp.Conv2dOp):
         o, cg, kh, kw = shape_of(op.weight)
         nb, _, ho, wo = shape_of(op.results[0])
