@@ -2,7 +2,7 @@
 
     torch.export ──► imported ──► canonical
                                   (fold-batchnorm, simplify-shapes, fold-params,
-                                   simplify-shapes, raise-ops, dce)
+                                   simplify-shapes, raise-ops, fold-attention-masks, dce)
 
 Every stage can be dumped (knob ``dump_dir``) and is verified after each pass.
 Later stages (layouts, grouping, lowering) append here.
@@ -32,7 +32,7 @@ from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import ParamPass, parse_passes
 
-CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,dce"
+CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,fold-attention-masks,dce"
 """Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
 written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
 CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"

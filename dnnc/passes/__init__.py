@@ -13,6 +13,7 @@ from dnnc.backends.cudnn.lowering import LowerCudnn
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.errors import PassError
 from dnnc.partition.partitioner import Partition
+from dnnc.passes.attention_masks import FoldAttentionMasks
 from dnnc.passes.base import ParamPass, PatternPass
 from dnnc.passes.dce import DeadCodeElimination
 from dnnc.passes.fold_batchnorm import FoldBatchNorm
@@ -29,6 +30,7 @@ PASSES: dict[str, type[ModulePass]] = {
         SinkTransposes,
         RaiseOps,
         FoldParams,
+        FoldAttentionMasks,
         DeadCodeElimination,
         CudnnAttention,
         CudnnGroup,
@@ -61,6 +63,7 @@ def parse_passes(spec: str) -> list[ModulePass]:
 __all__ = [
     "PASSES",
     "DeadCodeElimination",
+    "FoldAttentionMasks",
     "FoldBatchNorm",
     "FoldParams",
     "ParamPass",

@@ -26,13 +26,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dnnc.backends.reference.interpreter import evaluate_op
 from dnnc.errors import PassError
 from dnnc.ir import tcp
 from dnnc.ir.analysis import compile_time_values
 from dnnc.ir.params import ParamStore
 from dnnc.ir.types import element_of, numel, torch_dtype
 from dnnc.passes.base import ParamPass
+from dnnc.passes.compile_time import evaluate_value
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def _fold_block(block: Block, params: ParamStore, max_growth: float) -> None:
         size, root = largest[value]
         if root is None or numel(value) > size * max_growth:
             continue
-        tensor = _evaluate(value, params, cache).to(torch_dtype(element_of(value)))
+        tensor = evaluate_value(value, params, cache).to(torch_dtype(element_of(value)))
         name = params.fresh_name(f"{root}.folded")
         params.add(name, tensor.contiguous())
         param = tcp.ParamOp(name, value.type)
@@ -101,30 +101,3 @@ def _largest_param_source(block: Block, known: set[SSAValue], params: ParamStore
         for r in op.results:
             largest[r] = best
     return largest
-
-
-# Ops that only move or pick elements: exact in any precision, so they run on the
-# stored dtype (a large transposed weight is not widened to float64 on the way).
-_EXACT = (tcp.ParamOp, tcp.ConstantOp, tcp.IotaOp, *tcp.SHAPE_OPS)
-
-
-def _evaluate(value: SSAValue, params: ParamStore, cache: dict[SSAValue, torch.Tensor]) -> torch.Tensor:
-    """Arithmetic in float64; data movement in the operands' own precision.
-    Operands first, by an explicit stack rather than recursion."""
-    stack = [value]
-    while stack:
-        op = stack[-1].owner
-        pending = [v for v in op.operands if v not in cache]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        if op.results[0] in cache:
-            continue
-        operands = [cache[v] for v in op.operands]
-        widened = any(t.dtype == torch.float64 for t in operands)
-        precision = "native" if isinstance(op, _EXACT) and not widened else "float64"
-        if precision == "float64":
-            operands = [t.double() if t.is_floating_point() else t for t in operands]
-        cache.update(zip(op.results, evaluate_op(op, operands, params, precision)))
-    return cache[value]
