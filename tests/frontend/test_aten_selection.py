@@ -37,6 +37,16 @@ class T5LayerNorm(LlamaRMSNorm):
         return self.weight * (x * torch.rsqrt(variance + self.eps)).to(self.weight.dtype)
 
 
+_SPREAD = torch.randperm(45, generator=torch.Generator().manual_seed(0)).reshape(5, 9) * 4
+
+
+def _distinct(a: torch.Tensor) -> torch.Tensor:
+    """``a`` (5 x 9) spread over distinct integers (4 apart, shuffled), exact in every
+    float type: PyTorch's top-k orders ties in no stated way, so its indices are
+    compared on values without ties (random bfloat16 values tie often)."""
+    return _SPREAD.to(a.dtype) + a.clamp(-1, 1)
+
+
 CASES = [
     Case("cumsum", fn(lambda a: (a.cumsum(1), a.cumsum(0), a.cumsum(-1, dtype=torch.float32))), ((3, 9),)),
     Case("cumsum_positions", fn(lambda m: ((m > 0).cumsum(-1) - 1, m.long().cumsum(0))), ((2, 11),), dtypes=F32),
@@ -49,7 +59,7 @@ CASES = [
         ints={0: 5},
     ),
     Case("max_min_with_indices", fn(lambda a: (*a.max(1), *a.min(-1, keepdim=True))), ((3, 6),)),
-    Case("topk", fn(lambda a: (*a.topk(3), *a.topk(2, dim=0, largest=False))), ((5, 9),)),
+    Case("topk", fn(lambda a: _distinct(a).topk(3) + _distinct(a).topk(2, dim=0, largest=False)), ((5, 9),)),
     Case("sort_argsort", fn(lambda a: (*a.sort(1), *a.sort(0, descending=True), a.argsort(-1))), ((4, 6),)),
     Case("rms_norm_functional", fn(lambda a, w: (F.rms_norm(a, (8,), w, 1e-5), F.rms_norm(a, (3, 8)))), ((2, 3, 8), (8,))),
     Case("rms_norm_module", lambda: nn.RMSNorm(12), ((2, 5, 12),)),

@@ -37,4 +37,6 @@ def test_value_head_dim_counts() -> None:
     narrow = attention(1024, 1024, 64, 64, 4)[0]
     wide = attention(1024, 1024, 64, 256, 4)[0]
     assert attention_smem(wide["BLOCK_M"], wide["BLOCK_N"], 64, 256, wide["num_stages"], 4) <= ATTENTION_SMEM_BUDGET
-    assert (wide["BLOCK_N"], wide["num_stages"]) != (narrow["BLOCK_N"], narrow["num_stages"]) or wide["BLOCK_M"] < narrow["BLOCK_M"]
+    assert (wide["BLOCK_N"], wide["num_stages"]) != (narrow["BLOCK_N"], narrow["num_stages"]) or wide["BLOCK_M"] < narrow[
+        "BLOCK_M"
+    ]
