@@ -19,6 +19,7 @@ from dnnc.ir.program import Program
 from dnnc.log import say_once
 from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
 from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
+from dnnc.version import __version__
 
 
 class CompiledModule:
@@ -249,7 +250,9 @@ def load(path: str | Path, *, device: str | None = None, cuda_graph: bool | None
     where = runtime_device(contents.target, device, Path(path))
     kernels = None
     if where == "cuda":
-        kernels = RecordedKernels(parse_triton_records(contents.triton, triton_member(contents.target)), contents.files)
+        records = parse_triton_records(contents.triton, triton_member(contents.target))
+        written_by = contents.manifest.data.get("dnnc") if contents.manifest is not None else None
+        kernels = RecordedKernels(records, contents.files, same_version=written_by == __version__)
     structure = contents.structure
     try:
         in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))

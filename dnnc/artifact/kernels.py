@@ -1,12 +1,16 @@
 """The kernels an artifact records, and how a loaded program gets them back
-without tuning.
+without tuning, and without running anything the file carries.
 
-* Triton: the generated source of every compiled group with its chosen config
-  baked in (``KernelSource``: text, signature, grid, ``num_warps``...), keyed by
-  the group's position among the program's Triton groups. Load compiles it for the
-  GPU at hand through the content-keyed kernel cache (no config is timed); a
-  source that does not fit its group (kind or parameter count) is recompiled from
-  the IR with the first heuristic config, with a warning.
+* Triton: the config chosen for every compiled group (block sizes, warps, stages),
+  keyed by the group's position among the program's Triton groups, and the source
+  generated from it. Load generates the kernel again from the program's IR and the
+  recorded config with dnnc's own emitter and compiles that (no config is timed);
+  the recorded source is only compared with it. A record that differs from what
+  this dnnc generates is refused (``ArtifactError``) when the same dnnc version
+  wrote it, since the file was changed; from another patch version it is a warning
+  and the regenerated kernel runs. A record missing or not fitting its group (kind,
+  parameter count, config) is compiled from the IR with the first heuristic
+  config, with a warning.
 * cuDNN: the engine id and knobs on each ``cudnn.graph``'s ``plan`` attribute are
   rebuilt as the only plan. An engine that is not valid on this GPU or cuDNN
   build falls back to cuDNN's heuristic choice, with a warning, never timing.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -45,7 +50,8 @@ def triton_records(steps: list[Any]) -> list[dict[str, Any]]:
         source = getattr(step.kernel, "source", None)
         if source is not None:
             record = {f: getattr(source, f) for f in _SOURCE_FIELDS}
-            records.append({"ordinal": ordinal, **record, "grid": list(source.grid)})
+            config = dict(getattr(step.kernel, "config", {}))
+            records.append({"ordinal": ordinal, **record, "grid": list(source.grid), "config": config})
         ordinal += 1
     return records
 
@@ -80,20 +86,31 @@ def embed_user_kernels(program: Any, steps: list[Any]) -> tuple[Any, dict[str, b
     return Program(module, program.params, program.metadata), files
 
 
-def parse_triton_records(records: Any, member: str) -> dict[int, Any]:
-    """Ordinal -> ``KernelSource``; a malformed record names the member and field."""
+@dataclass(frozen=True)
+class TritonRecord:
+    """What an artifact says about one Triton group: the source it was compiled from
+    (compared, never run) and the config to generate it again with (None in
+    artifacts that did not record one)."""
+
+    source: Any
+    config: dict[str, int] | None
+
+
+def parse_triton_records(records: Any, member: str) -> dict[int, TritonRecord]:
+    """Ordinal -> ``TritonRecord``; a malformed record names the member and field."""
+    from dnnc.backends.triton.configs import config_problem
     from dnnc.backends.triton.kernels import KernelSource
 
     if not isinstance(records, list):
         raise ArtifactError(f"{member}: expected a list of kernel records, got {type(records).__name__}")
-    sources = {}
+    parsed = {}
     for i, r in enumerate(records):
         missing = [f for f in ("ordinal", *_SOURCE_FIELDS) if not isinstance(r, dict) or f not in r]
         if missing:
             raise ArtifactError(f"{member}: kernel record {i} has no field {missing[0]!r}")
         try:
             grid = tuple(int(g) for g in r["grid"])
-            sources[int(r["ordinal"])] = KernelSource(
+            source = KernelSource(
                 str(r["kind"]),
                 str(r["name"]),
                 str(r["text"]),
@@ -103,15 +120,30 @@ def parse_triton_records(records: Any, member: str) -> dict[int, Any]:
             )
         except (TypeError, ValueError) as e:
             raise ArtifactError(f"{member}: kernel record {i} is malformed: {e}") from None
-    return sources
+        config = r.get("config")
+        if config is not None:
+            if not isinstance(config, dict):
+                raise ArtifactError(f"{member}: kernel record {i}: config must be a table of integers")
+            for key, value in config.items():
+                problem = config_problem(str(key), value)
+                if problem:
+                    raise ArtifactError(f"{member}: kernel record {i}: config.{key}: {problem}")
+        ordinal = r["ordinal"]
+        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0 or ordinal in parsed:
+            raise ArtifactError(f"{member}: kernel record {i}: ordinal {ordinal!r} is not a new non-negative integer")
+        parsed[ordinal] = TritonRecord(source, None if config is None else dict(config))
+    return parsed
 
 
 class RecordedKernels:
     """A ``KernelSource`` for ``GpuExecutor`` that rebuilds an artifact's choices."""
 
-    def __init__(self, triton_sources: Mapping[int, Any], files: Mapping[str, bytes] | None = None):
-        self.triton_sources = dict(triton_sources)
+    def __init__(self, triton: Mapping[int, TritonRecord], files: Mapping[str, bytes] | None = None, same_version: bool = True):
+        self.triton_records = dict(triton)
         self.files = dict(files or {})
+        self.same_version = same_version
+        """Whether this dnnc's version wrote the artifact: its generator must then
+        reproduce every recorded kernel exactly."""
 
     def extern(self, op: extern.DispatchOp, device: torch.device, base: Any) -> GroupKernel:
         from dnnc.kernels.objects import kernel_objects
@@ -142,24 +174,48 @@ class RecordedKernels:
 
     def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
         from dnnc.backends.triton import compile_group, compiler
-        from dnnc.backends.triton.kernels import GroupInfo
+        from dnnc.backends.triton.configs import candidates
+        from dnnc.backends.triton.kernels import GroupInfo, generate
         from dnnc.backends.triton.launch import TritonKernel
 
-        source = self.triton_sources.get(ordinal)
+        record = self.triton_records.get(ordinal) if ordinal is not None else None
+        info = GroupInfo.of(op)
         expected = len(op.body.block.args) + len(op.outputs)
-        kind = GroupInfo.of(op).kind
-        if source is None or source.kind != kind or len(source.signature) != expected:
-            found = (
-                "no recorded kernel" if source is None else f"a recorded {source.kind} kernel of {len(source.signature)} tensors"
-            )
+        heuristic = candidates(info)[0]
+        problem = _record_problem(record, info.kind, expected, heuristic)
+        if problem is not None:
             warnings.warn(
-                f"Triton group {ordinal} ({kind}, {expected} tensors): {found}; compiling it with the heuristic config",
+                f"Triton group {ordinal} ({info.kind}, {expected} tensors): {problem}; compiling it with the heuristic config",
                 ArtifactWarning,
                 stacklevel=2,
             )
             with knobs.override(autotune=False):
                 return compile_group(op, device)
-        if compiler.interpreting():
-            return TritonKernel(source, device, None)
+        assert record is not None and record.config is not None
+        config = {**heuristic, **record.config}
+        interpret = compiler.interpreting()
+        regenerated = generate(op, config, interpret=interpret)
+        # A record is written by a GPU build, or by the interpreter in the tests: either form matches.
+        if record.source not in (regenerated, generate(op, config, interpret=not interpret)):
+            what = f"Triton group {ordinal} ({info.kind}): the recorded kernel differs from the one dnnc generates for its group and config"
+            if self.same_version:
+                raise ArtifactError(f"{what}: the artifact was changed after it was written; refusing it")
+            warnings.warn(f"{what} (another dnnc version wrote it); running the generated one", ArtifactWarning, stacklevel=2)
+        if interpret:
+            return TritonKernel(regenerated, device, None, config)
         major, minor = torch.cuda.get_device_capability(device)
-        return TritonKernel(source, device, major * 10 + minor)
+        return TritonKernel(regenerated, device, major * 10 + minor, config)
+
+
+def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:
+    """Why a record cannot rebuild its group, or None."""
+    if record is None:
+        return "no recorded kernel"
+    if record.source.kind != kind or len(record.source.signature) != tensors:
+        return f"a recorded {record.source.kind} kernel of {len(record.source.signature)} tensors"
+    if record.config is None:
+        return "no recorded config"
+    unknown = sorted(set(record.config) - set(heuristic) - {"num_warps", "num_stages"})
+    if unknown:
+        return f"a recorded config with {', '.join(unknown)}, which a {kind} kernel does not take"
+    return None

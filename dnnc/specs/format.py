@@ -27,6 +27,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from dnnc.backends.triton.configs import config_problem
 from dnnc.errors import DnncError
 from dnnc.specs.match import Matcher, parse_matcher
 
@@ -35,7 +36,6 @@ LAYER_NAMES = ("user", "project", "sku", "arch", "generic")
 MODES = ("append", "replace", "disable")
 BACKENDS = ("cudnn", "triton")
 LIBRARIES = ("cudnn", "triton")
-TRITON_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "num_warps", "num_stages")
 
 
 class SpecError(DnncError):
@@ -200,24 +200,10 @@ def _decision(table: Mapping[str, Any], label: str, at: _Locator) -> Decision:
         if not isinstance(config, dict) or not config:
             raise SpecError(f"{at.key('config')}: {label}: a Triton decision needs a config table")
         for key, value in config.items():
-            problem = _triton_problem(key, value)
+            problem = config_problem(key, value)
             if problem:
                 raise SpecError(f"{at.key(key)}: {label}: decision.config.{key}: {problem}")
     return Decision(backend, engine, dict(knobs), tag, dict(config))
-
-
-def _triton_problem(key: str, value: Any) -> str | None:
-    if key not in TRITON_KEYS:
-        return f"unknown (expected {', '.join(TRITON_KEYS)})"
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        return f"{value!r} is not a positive integer"
-    if key.startswith("BLOCK") and value & (value - 1):
-        return f"{value} is not a power of two (tl.arange needs one)"
-    if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
-        return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
-    if key == "num_stages" and value > 8:
-        return f"{value} stages: at most 8"
-    return None
 
 
 def _target(table: Any, where: str) -> Target:

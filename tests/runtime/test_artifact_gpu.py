@@ -139,3 +139,32 @@ def test_bad_inputs_stop_before_any_launch(resnet) -> None:
     with pytest.raises(dnnc.DnncError, match="expected dtype torch.float16"):
         module(torch.randn(BATCH, 3, 224, 224, device="cuda"))
     assert module._runner.captured == 0
+
+
+def test_a_kernel_record_carrying_code_is_refused_without_running_it(resnet, tmp_path: Path) -> None:
+    """Python prepended to a recorded Triton kernel (the member's SHA-256 recomputed,
+    as an attacker would) is never executed: load regenerates every kernel from the
+    IR and refuses an artifact whose record differs."""
+    import hashlib
+    import shutil
+    import zipfile
+
+    _, _, path = resnet
+    crafted = tmp_path / "crafted.dnnc"
+    shutil.copy(path, crafted)
+    mark = tmp_path / "payload-ran"
+    with zipfile.ZipFile(crafted) as z:
+        contents = {n: z.read(n) for n in z.namelist()}
+    member = next(n for n in contents if n.endswith("/triton.json"))
+    records = json.loads(contents[member])
+    records[0]["text"] = f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n" + records[0]["text"]
+    contents[member] = json.dumps(records).encode()
+    manifest = json.loads(contents["manifest.json"])
+    manifest["members"][member] = hashlib.sha256(contents[member]).hexdigest()
+    contents["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(crafted, "w") as z:
+        for name, data in contents.items():
+            z.writestr(name, data)
+    with pytest.raises(dnnc.DnncError, match="differs from the one dnnc generates"):
+        dnnc.load(crafted, device="cuda")
+    assert not mark.exists()

@@ -23,6 +23,29 @@ MAX_ROW_TILE = 8192
 
 Config = dict[str, int]
 
+CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "num_warps", "num_stages")
+MAX_BLOCK = 1 << 16
+"""Largest block extent a config may give (``tl.arange`` over more does not compile
+in reasonable time or registers)."""
+
+
+def config_problem(key: str, value: object) -> str | None:
+    """What is wrong with one entry of a config from outside the compiler (a tuning
+    spec, an artifact's record), or None."""
+    if key not in CONFIG_KEYS:
+        return f"unknown (expected {', '.join(CONFIG_KEYS)})"
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return f"{value!r} is not a positive integer"
+    if key.startswith("BLOCK") and value & (value - 1):
+        return f"{value} is not a power of two (tl.arange needs one)"
+    if key.startswith("BLOCK") and value > MAX_BLOCK:
+        return f"{value} is over {MAX_BLOCK}"
+    if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
+        return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
+    if key == "num_stages" and value > 8:
+        return f"{value} stages: at most 8"
+    return None
+
 
 def _unique(configs: list[Config]) -> list[Config]:
     out: list[Config] = []

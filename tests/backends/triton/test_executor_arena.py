@@ -5,6 +5,8 @@ across calls, and a program rebuilt from recorded sources compiles nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -12,6 +14,7 @@ from torch import nn
 from dnnc.artifact import ArtifactWarning
 from dnnc.artifact.kernels import RecordedKernels, parse_triton_records, triton_records
 from dnnc.backends.reference import ReferenceExecutor
+from dnnc.errors import ArtifactError
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
 from dnnc.pipeline import lower_for_gpu, to_canonical_tcp
@@ -94,3 +97,87 @@ def test_a_record_that_does_not_fit_its_group_is_recompiled_with_a_warning(lower
         executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
     assert not executor.fallbacks
     assert_matches(executor.run([x])[0], expected[0], torch.float32)
+
+
+def _payload_text(mark: Path) -> str:
+    """Python that leaves ``mark`` behind if anything executes it."""
+    return f"import pathlib\npathlib.Path({str(mark)!r}).write_text('ran')\n"
+
+
+@pytest.mark.parametrize("where", ["prepended", "appended", "replacing"])
+def test_a_changed_kernel_record_is_refused_and_never_runs(lowered, tmp_path: Path, where: str) -> None:
+    """An artifact is data: the recorded Triton source is compared with the kernel
+    dnnc generates from the IR and the recorded config, never executed."""
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    mark = tmp_path / "payload-ran"
+    text = records[0]["text"]
+    records[0]["text"] = {
+        "prepended": _payload_text(mark) + text,
+        "appended": text + "\n" + _payload_text(mark),
+        "replacing": _payload_text(mark),
+    }[where]
+    with pytest.raises(
+        ArtifactError, match="Triton group 0 .* differs from the one dnnc generates .* changed after it was written"
+    ):
+        GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+    assert not mark.exists()
+
+
+def test_a_changed_record_from_another_version_runs_the_generated_kernel(lowered, tmp_path: Path) -> None:
+    program, (x, expected) = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    mark = tmp_path / "payload-ran"
+    records[0]["text"] = _payload_text(mark) + records[0]["text"]
+    with pytest.warns(ArtifactWarning, match="another dnnc version wrote it"):
+        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json"), same_version=False))
+    assert_matches(executor.run([x])[0], expected[0], torch.float32)
+    assert not mark.exists()
+
+
+def test_a_record_without_a_config_is_compiled_from_the_ir(lowered) -> None:
+    program, (x, expected) = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    del records[0]["config"]
+    with pytest.warns(ArtifactWarning, match="Triton group 0 .* no recorded config"):
+        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+    assert_matches(executor.run([x])[0], expected[0], torch.float32)
+
+
+def test_a_recorded_config_of_another_config_makes_another_kernel_and_is_refused(lowered) -> None:
+    """The config is validated data; a valid config other than the one the recorded
+    source was generated with does not reproduce it."""
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    config = records[0]["config"]
+    key = next(k for k in config if k.startswith("BLOCK"))
+    config[key] = config[key] * 2
+    with pytest.raises(ArtifactError, match="Triton group 0"):
+        GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"BLOCK": 1 << 30}, r"config.BLOCK: 1073741824 is over 65536"),
+        ({"BLOCK": "__import__('os')"}, r"config.BLOCK: .* is not a positive integer"),
+        ({"BLOCK": 48}, r"config.BLOCK: 48 is not a power of two"),
+        ({"num_warps": 3}, r"config.num_warps: 3 warps"),
+        ({"EVIL": 1}, r"config.EVIL: unknown"),
+        ([1, 2], r"config must be a table of integers"),
+    ],
+)
+def test_malformed_recorded_configs_are_refused_when_read(lowered, config: object, message: str) -> None:
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records[0]["config"] = config
+    with pytest.raises(ArtifactError, match=message):
+        parse_triton_records(records, "triton.json")
+
+
+def test_duplicate_ordinals_are_refused(lowered) -> None:
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records[1]["ordinal"] = records[0]["ordinal"]
+    with pytest.raises(ArtifactError, match="ordinal 0 is not a new"):
+        parse_triton_records(records, "triton.json")
