@@ -110,7 +110,7 @@ class CompiledModule:
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
-        from dnnc.artifact.kernels import embed_user_kernels, triton_records
+        from dnnc.artifact.kernels import embed_user_kernels, portable_kernels, triton_records
         from dnnc.artifact.store import ArtifactContents, save_artifact
 
         structure = {
@@ -126,6 +126,7 @@ class CompiledModule:
             summary.update(executor.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
             triton = triton_records(executor.steps)  # type: ignore[union-attr]
             program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
+        program = portable_kernels(program)
         return save_artifact(ArtifactContents(program, self.target, structure, triton, summary, files=files), path)
 
 
@@ -231,13 +232,21 @@ def explain(
     return json.loads(record.data) if record is not None else {}  # type: ignore[attr-defined]
 
 
-def load(path: str | Path, *, device: str | None = None, cuda_graph: bool | None = None) -> CompiledModule:
+def load(
+    path: str | Path, *, device: str | None = None, cuda_graph: bool | None = None, trust_code: bool = False
+) -> CompiledModule:
     """A module saved with ``CompiledModule.save``, ready to call: nothing is compiled
     again from the model and no plan or config is timed (cuDNN plans are rebuilt from
-    their recorded engines, Triton kernels from their recorded source).
+    their recorded engines, Triton kernels generated again from the IR and their
+    recorded configs).
 
     ``device``: ``auto`` (default) runs a GPU artifact on the GPU when there is one and
     on the CPU reference backend otherwise; an artifact compiled for ``cpu`` runs there only.
+
+    Loading and running execute no code the file carries or names. ``trust_code``:
+    import the modules or files its user kernels name as their reference
+    implementations (running their code); without it a reference must be a function
+    this process declared with ``dnnc.CustomKernel``.
     """
     from dnnc.artifact.kernels import RecordedKernels, parse_triton_records
     from dnnc.artifact.store import read_artifact, triton_member
@@ -247,6 +256,10 @@ def load(path: str | Path, *, device: str | None = None, cuda_graph: bool | None
     contents = read_artifact(path)
     report = CompileReport()
     report.add("read-artifact", started, contents.program)
+    if trust_code:
+        from dnnc.kernels.reference import trust_references
+
+        trust_references(contents.program)
     where = runtime_device(contents.target, device, Path(path))
     kernels = None
     if where == "cuda":

@@ -571,6 +571,18 @@ def tune_command(
 @click.option("--output", "outputs", multiple=True, metavar="FILE.npy", help="Write output i to the i-th file.")
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default=None, help="Reference backend compute precision.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where an artifact runs.")
+@click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    metavar="FILE.py|MODULE",
+    help="Import your code first (repeatable): the dnnc.CustomKernel declarations whose reference functions the program's kernels name.",
+)
+@click.option(
+    "--trust-code",
+    is_flag=True,
+    help="Import the modules or files the program's user kernels name as reference implementations (runs their code).",
+)
 @user_errors
 def run_command(
     program_file: Path,
@@ -579,19 +591,25 @@ def run_command(
     outputs: tuple[str, ...],
     precision: str | None,
     device: str | None,
+    imports: tuple[str, ...],
+    trust_code: bool,
 ) -> None:
     """Run an artifact (model.dnnc) or IR (x.mlir, on the CPU reference backend),
-    iree-run-module style."""
+    iree-run-module style. Runs no code the file carries or names unless --trust-code."""
     from dnnc.inputs import parse_input, save_npy
+    from dnnc.model_loader import import_user_code
+
+    for location in imports:
+        import_user_code(location)
 
     tensors = [parse_input(spec, seed=i) for i, spec in enumerate(inputs)]
     with knobs.override(reference_precision=precision) if precision else contextlib.nullcontext():
         if _is_artifact(program_file):
             if params_file is not None:
                 raise DnncError(f"--params applies to IR files; artifact {program_file} holds its own parameters")
-            results, types = _run_artifact(program_file, tensors, len(outputs), device)
+            results, types = _run_artifact(program_file, tensors, len(outputs), device, trust_code)
         else:
-            results, types = _run_ir(program_file, params_file, tensors, len(outputs))
+            results, types = _run_ir(program_file, params_file, tensors, len(outputs), trust_code)
     for i, (result, t) in enumerate(zip(results, types)):
         out.print(f"result[{i}]: {describe(t)}")
         out.print(_preview(result))
@@ -610,23 +628,30 @@ def _check_output_count(given: int, program: Program) -> None:
         raise DnncError(f"{given} --output files given for {len(program.output_types)} outputs")
 
 
-def _run_ir(path: Path, params_file: Path | None, tensors: list[torch.Tensor], n_outputs: int) -> tuple[list, list]:
+def _run_ir(
+    path: Path, params_file: Path | None, tensors: list[torch.Tensor], n_outputs: int, trust_code: bool
+) -> tuple[list, list]:
     from dnnc.backends.reference import ReferenceExecutor
+    from dnnc.kernels.reference import trust_references
     from dnnc.runtime.signature import check_inputs, specs_of
 
     program = Program.load(path, params_file)
+    if trust_code:
+        trust_references(program)
     check_inputs(specs_of(program.input_types), tensors)
     _check_output_count(n_outputs, program)
     return ReferenceExecutor(program, knobs.get().reference_precision).run(tensors), program.output_types
 
 
-def _run_artifact(path: Path, tensors: list[torch.Tensor], n_outputs: int, device: str | None) -> tuple[list, list]:
+def _run_artifact(
+    path: Path, tensors: list[torch.Tensor], n_outputs: int, device: str | None, trust_code: bool
+) -> tuple[list, list]:
     import torch.utils._pytree as pytree
 
     import dnnc
     from dnnc.runtime.signature import check_inputs
 
-    module = dnnc.load(path, device=device)
+    module = dnnc.load(path, device=device, trust_code=trust_code)
     check_inputs(module.input_specs, tensors)  # before anything moves to the device
     _check_output_count(n_outputs, module.program)
     results = pytree.tree_leaves(module(*[t.to(module.device) for t in tensors]))

@@ -22,6 +22,16 @@ def load_factory(spec: str) -> tuple[Callable[..., Any], str]:
     location, sep, name = spec.rpartition(":")
     if not sep or not location or not name:
         raise ModelLoadError(f"model {spec!r}: expected path/to/file.py:factory or package.module:factory")
+    module = import_user_code(location)
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise ModelLoadError(f"{location} has no function {name!r}")
+    return factory, name
+
+
+def import_user_code(location: str) -> Any:
+    """Import a file (``path/to/file.py``) or module (``package.module``) the user
+    named on the command line; its errors are ``ModelLoadError``."""
     if location.endswith(".py") or "/" in location:
         path = Path(location)
         if not path.is_file():
@@ -40,10 +50,7 @@ def load_factory(spec: str) -> tuple[Callable[..., Any], str]:
             module = importlib.import_module(location)
         except ImportError as e:
             raise ModelLoadError(f"cannot import module {location!r}: {e}") from None
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise ModelLoadError(f"{location} has no function {name!r}")
-    return factory, name
+    return module
 
 
 def parse_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:

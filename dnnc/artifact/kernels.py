@@ -86,6 +86,36 @@ def embed_user_kernels(program: Any, steps: list[Any]) -> tuple[Any, dict[str, b
     return Program(module, program.params, program.metadata), files
 
 
+def portable_kernels(program: Any) -> Any:
+    """The program with its user kernels' files named by file name only (a
+    file-based reference, the source; no include directories): an artifact carries
+    no path of the compiling machine. The program given is left as is."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from dnnc.ir.program import Program
+    from dnnc.kernels.reference import portable
+
+    def stripped(decl: Any) -> Any:
+        return replace(
+            decl,
+            reference=None if decl.reference is None else portable(decl.reference),
+            source=None if decl.source is None else Path(decl.source).name,
+            include_dirs=(),
+        )
+
+    kernels = [op for op in program.module.walk() if isinstance(op, extern.KernelOp)]
+    if all(stripped(op.declaration()) == op.declaration() for op in kernels):
+        return program
+    module = program.module.clone()
+    for op in module.walk():
+        if isinstance(op, extern.KernelOp):
+            decl = stripped(op.declaration())
+            op.attributes.clear()
+            op.attributes.update(extern.KernelOp(decl).attributes)
+    return Program(module, program.params, program.metadata)
+
+
 @dataclass(frozen=True)
 class TritonRecord:
     """What an artifact says about one Triton group: the source it was compiled from

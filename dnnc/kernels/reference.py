@@ -6,6 +6,13 @@ order) and then the caller's push constants, and returns its outputs
 (``readwrite`` bindings' new values, then ``write`` ones) without mutating its
 arguments. It runs the kernel on the CPU reference backend, and on a GPU where
 no object fits the device.
+
+A name in an IR file or an artifact is data, not an instruction: it resolves only
+to a function this process handed to ``dnnc.CustomKernel`` (the user's own import
+declared it). Importing the module or file it names, which runs its code, happens
+only when the user trusts the file: ``dnnc.load(..., trust_code=True)``,
+``dnnc run --trust-code`` (``load_trusted``). Artifacts name a file-based reference
+by its file name only (``portable``), never by the compiling machine's path.
 """
 
 from __future__ import annotations
@@ -41,7 +48,15 @@ def spec_of(fn: Callable[..., Any]) -> str:
     else:
         raise KernelDeclarationError(f"reference {qualname}: neither its module nor its source file can be found")
     _known[spec] = fn
+    _known.setdefault(portable(spec), fn)
     return spec
+
+
+def portable(spec: str) -> str:
+    """``spec`` without the directories of a file path (``/home/u/k.py:f`` ->
+    ``k.py:f``): what an artifact records."""
+    location, _, qualname = spec.rpartition(":")
+    return f"{Path(location).name}:{qualname}" if location.endswith(".py") else spec
 
 
 def _importable_as(module: str, source: Path) -> bool:
@@ -62,6 +77,21 @@ def _importable_as(module: str, source: Path) -> bool:
 
 
 def resolve(spec: str, kernel: str) -> Callable[..., Any]:
+    """The function ``spec`` names, among those this process declared or trusted."""
+    fn = _known.get(spec)
+    if fn is None:
+        raise KernelDeclarationError(
+            f"kernel {kernel}: its reference {spec!r} is no function this process declared with dnnc.CustomKernel; "
+            "dnnc does not import code that an IR file or artifact names. Import the module that declares the kernel "
+            "first (dnnc run --import FILE.py|MODULE), or, if you trust the file, pass trust_code=True to dnnc.load "
+            "(--trust-code to dnnc run)"
+        )
+    return fn
+
+
+def load_trusted(spec: str, kernel: str) -> Callable[..., Any]:
+    """Import the module or file ``spec`` names (running its code) and remember its
+    function: for files the user has said they trust."""
     if spec in _known:
         return _known[spec]
     location, _, qualname = spec.rpartition(":")
@@ -87,6 +117,17 @@ def resolve(spec: str, kernel: str) -> Callable[..., Any]:
         raise KernelDeclarationError(f"kernel {kernel}: its reference {spec!r} is not callable")
     _known[spec] = fn
     return fn
+
+
+def trust_references(program: Any) -> None:
+    """Load every reference ``program``'s kernels name (``load_trusted``)."""
+    from dnnc.ir import extern
+
+    for op in program.module.walk():
+        if isinstance(op, extern.KernelOp):
+            decl = op.declaration()
+            if decl.reference is not None:
+                load_trusted(decl.reference, decl.name)
 
 
 def run_reference(decl: Any, inputs: list[Any], constants: list[int | float]) -> list[Any]:

@@ -2,7 +2,7 @@
 called from PyTorch models, compiled by dnnc next to the code it generates.
 
     dnnc compile examples/custom_dispatch/model.py:mixed_invocation -o build/mixed.dnnc
-    dnnc run build/mixed.dnnc --input=1024xf32=random --input=1024xf32=random
+    dnnc run build/mixed.dnnc --import examples/custom_dispatch/model.py --input=1024xf32=random --input=1024xf32=random
 
 ``simple_mul`` computes ``lhs * rhs`` into a new tensor. ``simple_mul_inplace``
 updates ``rhs`` in place (a ``readwrite`` binding): to PyTorch and in dnnc's IR

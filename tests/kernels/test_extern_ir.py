@@ -72,8 +72,10 @@ def test_dnnc_run_executes_a_hand_written_program_through_the_reference(tmp_path
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", y)
     out = tmp_path / "out.npy"
-    result = CliRunner().invoke(
-        main, ["run", str(ir), f"--input=@{tmp_path / 'x.npy'}", f"--input=@{tmp_path / 'y.npy'}", f"--output={out}"]
-    )
+    args = ["run", str(ir), f"--input=@{tmp_path / 'x.npy'}", f"--input=@{tmp_path / 'y.npy'}", f"--output={out}"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code != 0 and "Traceback" not in refused.output
+    assert "does not import code that an IR file or artifact names" in refused.output
+    result = CliRunner().invoke(main, [*args, "--trust-code"])
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(np.load(out), x * y, rtol=1e-6)
