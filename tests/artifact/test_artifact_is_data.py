@@ -100,6 +100,9 @@ def _run_cli(args: list[str]):
 
 @pytest.mark.parametrize("named", ["file", "relative-file", "module"])
 def test_a_reference_an_ir_file_names_is_not_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str) -> None:
+    from dnnc.kernels import reference as references
+
+    monkeypatch.setattr(references, "_known", {})
     mark = tmp_path / "payload-ran"
     (tmp_path / "evil.py").write_text(payload(mark) + "def f(a, *rest):\n    return a\n")
     monkeypatch.chdir(tmp_path)

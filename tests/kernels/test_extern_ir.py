@@ -65,7 +65,12 @@ def test_the_verifier_names_what_is_wrong(dispatch: str, kwargs: dict[str, str],
         parse_ir(_module(dispatch, **kwargs), "hand.mlir")
 
 
-def test_dnnc_run_executes_a_hand_written_program_through_the_reference(tmp_path: Path, rng: torch.Generator) -> None:
+def test_dnnc_run_executes_a_hand_written_program_through_the_reference(
+    tmp_path: Path, rng: torch.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dnnc.kernels import reference
+
+    monkeypatch.setattr(reference, "_known", {})  # as in a fresh process: nothing declared yet
     ir = tmp_path / "simple_mul.mlir"
     ir.write_text(_module(GOOD.replace("(%x, %x)", "(%x, %y)"), arg="tensor<256xf32>, %y: tensor<256xf32>"))
     x, y = torch.randn(256, generator=rng).numpy(), torch.randn(256, generator=rng).numpy()
