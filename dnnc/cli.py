@@ -596,20 +596,23 @@ def run_command(
 ) -> None:
     """Run an artifact (model.dnnc) or IR (x.mlir, on the CPU reference backend),
     iree-run-module style. Runs no code the file carries or names unless --trust-code."""
-    from dnnc.inputs import parse_input, save_npy
+    from dnnc.inputs import input_meta, parse_input, save_npy
     from dnnc.model_loader import import_user_code
 
     for location in imports:
         import_user_code(location)
+    metas = [input_meta(spec) for spec in inputs]  # shapes and types, checked before anything is built
 
-    tensors = [parse_input(spec, seed=i) for i, spec in enumerate(inputs)]
+    def build() -> list[torch.Tensor]:
+        return [parse_input(spec, seed=i) for i, spec in enumerate(inputs)]
+
     with knobs.override(reference_precision=precision) if precision else contextlib.nullcontext():
         if _is_artifact(program_file):
             if params_file is not None:
                 raise DnncError(f"--params applies to IR files; artifact {program_file} holds its own parameters")
-            results, types = _run_artifact(program_file, tensors, len(outputs), device, trust_code)
+            results, types = _run_artifact(program_file, metas, build, len(outputs), device, trust_code)
         else:
-            results, types = _run_ir(program_file, params_file, tensors, len(outputs), trust_code)
+            results, types = _run_ir(program_file, params_file, metas, build, len(outputs), trust_code)
     for i, (result, t) in enumerate(zip(results, types)):
         out.print(f"result[{i}]: {describe(t)}")
         out.print(_preview(result))
@@ -629,7 +632,12 @@ def _check_output_count(given: int, program: Program) -> None:
 
 
 def _run_ir(
-    path: Path, params_file: Path | None, tensors: list[torch.Tensor], n_outputs: int, trust_code: bool
+    path: Path,
+    params_file: Path | None,
+    metas: list[torch.Tensor],
+    build: Callable[[], list[torch.Tensor]],
+    n_outputs: int,
+    trust_code: bool,
 ) -> tuple[list, list]:
     from dnnc.backends.reference import ReferenceExecutor
     from dnnc.kernels.reference import trust_references
@@ -638,13 +646,18 @@ def _run_ir(
     program = Program.load(path, params_file)
     if trust_code:
         trust_references(program)
-    check_inputs(specs_of(program.input_types), tensors)
+    check_inputs(specs_of(program.input_types), metas)
     _check_output_count(n_outputs, program)
-    return ReferenceExecutor(program, knobs.get().reference_precision).run(tensors), program.output_types
+    return ReferenceExecutor(program, knobs.get().reference_precision).run(build()), program.output_types
 
 
 def _run_artifact(
-    path: Path, tensors: list[torch.Tensor], n_outputs: int, device: str | None, trust_code: bool
+    path: Path,
+    metas: list[torch.Tensor],
+    build: Callable[[], list[torch.Tensor]],
+    n_outputs: int,
+    device: str | None,
+    trust_code: bool,
 ) -> tuple[list, list]:
     import torch.utils._pytree as pytree
 
@@ -652,9 +665,9 @@ def _run_artifact(
     from dnnc.runtime.signature import check_inputs
 
     module = dnnc.load(path, device=device, trust_code=trust_code)
-    check_inputs(module.input_specs, tensors)  # before anything moves to the device
+    check_inputs(module.input_specs, metas)  # before any input is built or moved to the device
     _check_output_count(n_outputs, module.program)
-    results = pytree.tree_leaves(module(*[t.to(module.device) for t in tensors]))
+    results = pytree.tree_leaves(module(*[t.to(module.device) for t in build()]))
     if module.device == "cuda":
         console.print(f"[dim]ran on the GPU ({torch.cuda.get_device_name()}), target {module.target}[/dim]")
     return [r.cpu() for r in results], module.program.output_types

@@ -32,15 +32,37 @@ def parse_type(text: str) -> tuple[tuple[int, ...], torch.dtype]:
         raise InputError(f"input type {text!r}: {e}") from None
 
 
-def load_npy(path: str) -> torch.Tensor:
+def load_npy(path: str, mmap: bool = False) -> torch.Tensor:
+    """The array in a ``.npy`` file (``mmap``: mapped, not read, for its shape and type)."""
     file = Path(path)
     if not file.is_file():
         raise InputError(f"input file {file} does not exist")
     try:
-        array = np.load(file, allow_pickle=False)
+        array = np.load(file, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (ValueError, OSError) as e:
         raise InputError(f"input file {file} is not a readable .npy file: {e}") from None
-    return torch.from_numpy(np.ascontiguousarray(array))
+    if mmap:
+        try:
+            dtype = torch.from_numpy(np.zeros(0, dtype=array.dtype)).dtype
+        except TypeError as e:
+            raise InputError(f"input file {file}: {e}") from None
+        return torch.empty(array.shape, dtype=dtype, device="meta")
+    try:
+        return torch.from_numpy(np.ascontiguousarray(array))
+    except TypeError as e:
+        raise InputError(f"input file {file}: {e}") from None
+
+
+def input_meta(spec: str) -> torch.Tensor:
+    """The shape and type ``spec`` gives, as a tensor on the meta device (no memory):
+    checked against a program's signature before any input is built."""
+    if spec.startswith("@"):
+        return load_npy(spec[1:], mmap=True)
+    type_text, sep, value = spec.partition("=")
+    if not sep:
+        raise InputError(f"input {spec!r}: expected TYPE=VALUE (e.g. 1x3xf32=0.5) or @file.npy")
+    shape, dtype = parse_type(type_text)
+    return torch.empty(shape, dtype=dtype, device="meta")
 
 
 def parse_input(spec: str, seed: int = 0) -> torch.Tensor:
@@ -57,16 +79,49 @@ def parse_input(spec: str, seed: int = 0) -> torch.Tensor:
         return tensor
     if value == "random":
         return random_tensor(shape, dtype, torch.Generator().manual_seed(seed))
-    try:
-        values = [float(v) for v in value.split(",")]
-    except ValueError:
-        raise InputError(f"input {spec!r}: {value!r} is not a number, a comma-separated list, @file.npy or random") from None
+    values = [_exact_value(v.strip(), dtype, spec) for v in value.split(",")]
     if len(values) == 1:
         return torch.full(shape, values[0], dtype=dtype)
     count = int(np.prod(shape)) if shape else 1
     if len(values) != count:
         raise InputError(f"input {spec!r}: {len(values)} values given for {count} elements")
-    return torch.tensor(values, dtype=torch.float64).reshape(shape).to(dtype)
+    return torch.tensor(values, dtype=dtype).reshape(shape)
+
+
+def _exact_value(text: str, dtype: torch.dtype, spec: str) -> int | float | bool:
+    """``text`` as a value of ``dtype``, or an error where it does not fit it: an
+    integer type takes integers in its range (``1e3`` is 1000; ``1.5``, ``inf`` and
+    ``nan`` are refused), a boolean 0/1/true/false, a float type any number that does
+    not overflow it (``1e12`` overflows f16)."""
+    name = str(dtype).removeprefix("torch.")
+    if dtype == torch.bool:
+        lowered = text.lower()
+        if lowered in ("0", "1", "true", "false"):
+            return lowered in ("1", "true")
+        raise InputError(f"input {spec!r}: {text!r} is not a bool (expected 0, 1, true or false)")
+    if dtype.is_floating_point:
+        try:
+            number = float(text)
+        except ValueError:
+            raise InputError(f"input {spec!r}: {text!r} is not a number, a comma-separated list, @file.npy or random") from None
+        limit = torch.finfo(dtype).max
+        if abs(number) > limit and "inf" not in text.lower():
+            raise InputError(f"input {spec!r}: {text} does not fit {name} (largest finite value {limit:g})")
+        return number
+    try:
+        number_int = int(text)
+    except ValueError:
+        try:
+            as_float = float(text)
+        except ValueError:
+            raise InputError(f"input {spec!r}: {text!r} is not a number, a comma-separated list, @file.npy or random") from None
+        if not as_float.is_integer():
+            raise InputError(f"input {spec!r}: {text} is not an integer, and {name} holds integers only")
+        number_int = int(as_float)
+    info = torch.iinfo(dtype)
+    if not info.min <= number_int <= info.max:
+        raise InputError(f"input {spec!r}: {text} does not fit {name} ([{info.min}, {info.max}])")
+    return number_int
 
 
 def random_tensor(

@@ -44,11 +44,32 @@ def test_npy_files(tmp_path: Path) -> None:
         ("3xf32=abc", "'abc' is not a number"),
         ("@/nonexistent/x.npy", "does not exist"),
         ("x3xf32=1", "expected DIMSxTYPE"),
+        # a value must fit the element type exactly: nothing is rounded, wrapped or clamped
+        ("4xi32=1.5", "1.5 is not an integer, and int32 holds integers only"),
+        ("4xi32=1,2,3,1e12", r"1e12 does not fit int32 \(\[-2147483648, 2147483647\]\)"),
+        ("2xi64=9223372036854775808", "does not fit int64"),
+        ("4xi32=inf", "inf is not an integer"),
+        ("4xi32=nan", "nan is not an integer"),
+        ("4xi64=-1e30", "does not fit int64"),
+        ("2xi1=2", "'2' is not a bool"),
+        ("2xf16=1e12", r"1e12 does not fit float16 \(largest finite value 65504\)"),
+        ("2xbf16=1e39", "does not fit bfloat16"),
+        ("2xf32=1e400", "does not fit float32"),
     ],
 )
 def test_bad_specs(spec: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_input(spec)
+
+
+def test_values_that_fit_are_exact() -> None:
+    big = 2**53 + 1  # not a float64: read as an integer, not through a float
+    assert parse_input(f"2xi64={big},-{big}").tolist() == [big, -big]
+    assert parse_input("2xi32=1e3,-7").tolist() == [1000, -7]
+    assert parse_input("3xi1=1,false,true").tolist() == [True, False, True]
+    assert parse_input("2xf32=inf,-inf").isinf().all()
+    assert parse_input("f16=nan").isnan()
+    assert parse_input("f16=65504").item() == 65504
 
 
 def test_corrupt_npy(tmp_path: Path) -> None:
@@ -88,3 +109,28 @@ def test_knobs_override_is_scoped() -> None:
     assert knobs.get() == before
     with pytest.raises(ValueError, match="expected one of float32, float64"), knobs.override(reference_precision="float16"):
         pass
+
+
+def test_inputs_are_checked_against_the_signature_before_they_are_built(tmp_path: Path) -> None:
+    """A spec for ~10^16 elements is refused by its shape, never allocated."""
+    from click.testing import CliRunner
+
+    from dnnc.cli import main
+
+    ir = tmp_path / "neg.mlir"
+    ir.write_text(
+        "func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+        "  %y = tcp.neg %x : tensor<2x3xf32>\n  func.return %y : tensor<2x3xf32>\n}\n"
+    )
+    for spec, message in [
+        ("99999999x99999999xf32=0", "input 0: expected shape [2, 3], got [99999999, 99999999]"),
+        ("2x3xi64=random", "input 0: expected dtype torch.float32, got torch.int64"),
+    ]:
+        result = CliRunner().invoke(main, ["run", str(ir), f"--input={spec}"])
+        assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output, result.output
+    big = tmp_path / "big.npy"
+    np.save(big, np.zeros((4, 3), np.float32))
+    result = CliRunner().invoke(main, ["run", str(ir), f"--input=@{big}"])
+    assert result.exit_code != 0 and "expected shape [2, 3], got [4, 3]" in result.output
+    ok = CliRunner().invoke(main, ["run", str(ir), "--input=2x3xf32=1"])
+    assert ok.exit_code == 0 and "-1" in ok.output
