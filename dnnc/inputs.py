@@ -58,7 +58,7 @@ def input_meta(spec: str) -> torch.Tensor:
     checked against a program's signature before any input is built."""
     if spec.startswith("@"):
         return load_npy(spec[1:], mmap=True)
-    type_text, sep, value = spec.partition("=")
+    type_text, sep, _ = spec.partition("=")
     if not sep:
         raise InputError(f"input {spec!r}: expected TYPE=VALUE (e.g. 1x3xf32=0.5) or @file.npy")
     shape, dtype = parse_type(type_text)
@@ -111,13 +111,7 @@ def _exact_value(text: str, dtype: torch.dtype, spec: str) -> int | float | bool
     try:
         number_int = int(text)
     except ValueError:
-        try:
-            as_float = float(text)
-        except ValueError:
-            raise InputError(f"input {spec!r}: {text!r} is not a number, a comma-separated list, @file.npy or random") from None
-        if not as_float.is_integer():
-            raise InputError(f"input {spec!r}: {text} is not an integer, and {name} holds integers only")
-        number_int = int(as_float)
+        number_int = _integral_float(text, name, spec)
     info = torch.iinfo(dtype)
     if not info.min <= number_int <= info.max:
         raise InputError(f"input {spec!r}: {text} does not fit {name} ([{info.min}, {info.max}])")
@@ -140,3 +134,14 @@ def save_npy(tensor: torch.Tensor, path: str) -> None:
     if t.dtype == torch.bfloat16:  # NumPy has no bfloat16
         t = t.float()
     np.save(path, t.numpy())
+
+
+def _integral_float(text: str, name: str, spec: str) -> int:
+    """``1e3`` for an integer type: a number written as a float that is an integer."""
+    try:
+        as_float = float(text)
+    except ValueError:
+        raise InputError(f"input {spec!r}: {text!r} is not a number, a comma-separated list, @file.npy or random") from None
+    if not as_float.is_integer():
+        raise InputError(f"input {spec!r}: {text} is not an integer, and {name} holds integers only")
+    return int(as_float)
