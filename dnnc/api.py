@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -252,6 +253,8 @@ def load(
     from dnnc.artifact.store import read_artifact, triton_member
     from dnnc.artifact.target import runtime_device
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArtifactError(f"dnnc.load takes the path of a .dnnc artifact, got {type(path).__name__}")
     started = time.perf_counter()
     contents = read_artifact(path)
     report = CompileReport()

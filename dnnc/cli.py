@@ -46,7 +46,10 @@ def main() -> None:
     """dnnc: compile deep-learning models for inference."""
     from dnnc.log import configure
 
-    configure()
+    try:
+        configure()
+    except DnncError as e:  # a bad DNNC_* setting
+        raise click.ClickException(str(e)) from None
 
 
 # compile ------------------------------------------------------------------------------

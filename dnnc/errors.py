@@ -60,3 +60,7 @@ class KernelDeclarationError(DnncError):
 class KernelBuildError(DnncError):
     """A user kernel that does not compile (nvcc or NVRTC), or whose objects are
     missing or unreadable."""
+
+
+class SettingsError(DnncError, ValueError):
+    """A ``DNNC_*`` environment variable or a knob override with a value it does not take."""

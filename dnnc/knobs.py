@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from dnnc.errors import SettingsError
+
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["float32", "float64"]
 Partition = Literal["auto", "cudnn-only", "triton-only", "greedy"]
@@ -125,18 +127,21 @@ def _parse(field: str, raw: str) -> object:
             return True
         if raw.lower() in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+        raise SettingsError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
     if field == "compile_workers":
         try:
-            return max(0, int(raw))
+            workers = int(raw)
         except ValueError:
-            raise ValueError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
+        if workers < 0:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected 0 (compile in this process) or more workers")
+        return workers
     if field == "dump_dir":
         return Path(raw) if raw else None
     if field == "cache_dir":
         return Path(raw).expanduser()
     if field in _CHOICES and raw not in _CHOICES[field]:
-        raise ValueError(f"{_ENV[field]}={raw!r}: expected one of {', '.join(_CHOICES[field])}")
+        raise SettingsError(f"{_ENV[field]}={raw!r}: expected one of {', '.join(_CHOICES[field])}")
     return raw
 
 
@@ -163,7 +168,7 @@ def override(**changes: object) -> Iterator[Knobs]:
     previous = get()
     for field, value in changes.items():
         if field in _CHOICES and value not in _CHOICES[field]:
-            raise ValueError(f"{field}={value!r}: expected one of {', '.join(_CHOICES[field])}")
+            raise SettingsError(f"{field}={value!r}: expected one of {', '.join(_CHOICES[field])}")
     _current = dataclasses.replace(previous, **changes)  # type: ignore[arg-type]
     try:
         yield _current

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 from dnnc import knobs
 from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import DnncError, PassError
-from dnnc.frontend.torch_export import decompose, export, import_program
+from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
 from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
 from dnnc.log import say_once
@@ -177,6 +177,7 @@ def exported_program(
         return decompose(model)
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
+    check_model_and_inputs(model, example_inputs)
     if not example_inputs:
         raise DnncError("compiling a torch.nn.Module needs example inputs (their shapes and dtypes are compiled in)")
     return export_model(model, example_inputs, report)

@@ -20,6 +20,8 @@ def runtime_device(target: str, requested: str | None, source: Path) -> str:
     from dnnc.api import resolve_device
 
     requested = requested or knobs.get().device
+    if requested not in ("auto", "cpu", "cuda"):
+        raise ArtifactError(f"unknown device {requested!r}: expected 'auto', 'cpu' or 'cuda'")
     if target == "cpu":
         if requested == "cuda":
             raise ArtifactError(

@@ -36,12 +36,14 @@ _NOT_USER = (str(Path(torch.__file__).parent), str(Path(__file__).parent), sysco
 """Frames in torch, in this frontend or in Python's library are not the user's code."""
 
 
-def export_error(e: BaseException) -> ExportError:
-    """The dnnc error for an exception ``torch.export.export`` raised."""
+def export_error(e: BaseException, inputs: str | None = None) -> ExportError:
+    """The dnnc error for an exception ``torch.export.export`` raised (``inputs``:
+    the example inputs it was given, described)."""
     reason = _first_lines(str(e)) or "(no message)"
     if not type(e).__module__.startswith("torch"):
         reason = f"{type(e).__name__}: {reason}"  # the model's own exception: its type says much
-    lines = [f"torch.export could not trace the model: {reason}"]
+    given = f" with example inputs ({inputs})" if inputs else ""
+    lines = [f"torch.export could not trace the model{given}: {reason}"]
     where = _user_location(e)
     if where is not None:
         lines.append(f"  at {where.brief()}")

@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.transforms.dead_code_elimination import region_dce
 
-from dnnc.errors import DnncError, UnsupportedOpError
+from dnnc.errors import DnncError, ExportError, UnsupportedOpError
 from dnnc.frontend.aten import IGNORED, IMPORT_RULES, bind_args
 from dnnc.frontend.aten.attention import SDPA_OPS
 from dnnc.frontend.constants import STORED_KINDS, ConstantGraph, stored_tensor
@@ -53,6 +53,7 @@ def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedPro
     """torch.export the model and decompose it to core ATen. A model export cannot
     trace is an ``ExportError`` (export's reason, the user's line); the traceback
     and what torch printed go to the debug log."""
+    check_model_and_inputs(model, example_inputs)
     with torch.no_grad(), warnings.catch_warnings():
         # torch's own pytree deprecation notice, raised inside torch.export itself.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
@@ -63,8 +64,35 @@ def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedPro
             raise
         except Exception as e:
             log.debug("torch.export failed", exc_info=e)
-            raise export_error(e) from None
+            raise export_error(e, describe_inputs(example_inputs)) from None
         return decompose(ep)
+
+
+_CONSTANT_INPUTS = (bool, int, float, type(None))
+"""Non-tensor example inputs export takes (as constants of the compiled program)."""
+
+
+def check_model_and_inputs(model: Any, example_inputs: Sequence[Any]) -> None:
+    """A model that is no module, or an example input that is no tensor (nor a number
+    export bakes in), is refused here by name rather than by torch deep inside export."""
+    if not isinstance(model, torch.nn.Module):
+        raise ExportError(
+            f"dnnc compiles a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
+            + (" (wrap a function in an nn.Module whose forward calls it)" if callable(model) else "")
+        )
+    leaves, _ = torch.utils._pytree.tree_flatten(tuple(example_inputs))
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, (torch.Tensor, *_CONSTANT_INPUTS)):
+            continue
+        hint = " (convert it with torch.from_numpy)" if type(leaf).__module__ == "numpy" else ""
+        raise ExportError(f"example input {i} is a {type(leaf).__name__}: dnnc takes tensors (and numbers, bools, None){hint}")
+
+
+def describe_inputs(example_inputs: Sequence[Any]) -> str:
+    """``[3, 3] float32, 2`` for the error of a failed export."""
+    leaves, _ = torch.utils._pytree.tree_flatten(tuple(example_inputs))
+    shown = [f"{list(x.shape)} {str(x.dtype).removeprefix('torch.')}" if isinstance(x, torch.Tensor) else repr(x) for x in leaves]
+    return ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "")
 
 
 def decompose(ep: ExportedProgram) -> ExportedProgram:

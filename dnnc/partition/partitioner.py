@@ -32,6 +32,7 @@ from xdsl.ir import Block, Operation
 
 from dnnc import knobs
 from dnnc.backends.cudnn import has_cudnn_frontend
+from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
@@ -70,7 +71,7 @@ class Partition(ParamPass):
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
         if self.policy not in POLICIES:
-            raise ValueError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
+            raise PassError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             record = self.partition_block(fn.body.block, params, op)
             if record is not None:
