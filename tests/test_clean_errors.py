@@ -90,3 +90,35 @@ def test_an_unknown_partition_policy_in_a_pipeline_is_a_pass_error(tmp_path: Pat
     )
     said = result.stdout + result.stderr
     assert result.returncode != 0 and "partition policy 'bogus': expected one of" in said and "Traceback" not in said, said
+
+
+class _WritesInput(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x * 2
+
+
+class _CountsCalls(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return x + 1
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (_WritesInput(), r"writes its input 'x' in place \(at .*x.add_\(1\).*\): compute a new tensor instead"),
+        (_CountsCalls(), "writes its buffer 'calls' while running"),
+        (torch.nn.BatchNorm1d(4), "writes its buffer 'running_mean' .*BatchNorm in training mode does"),
+    ],
+    ids=["input", "buffer", "batchnorm"],
+)
+def test_a_side_effect_is_named_for_what_it_writes(model: torch.nn.Module, message: str) -> None:
+    from dnnc.errors import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match=message):
+        dnnc.compile(model, (torch.ones(2, 4),), device="cpu")

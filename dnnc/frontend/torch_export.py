@@ -149,10 +149,7 @@ class _Import:
         stored = {s.arg.name: s.target for s in signature.input_specs if s.kind in STORED_KINDS}
         for spec in signature.output_specs:
             if spec.kind != OutputKind.USER_OUTPUT:
-                raise UnsupportedOpError(
-                    f"the model writes its buffer {spec.target} while running ({spec.kind.name}), as BatchNorm does in "
-                    "training mode; dnnc compiles inference graphs without side effects: call model.eval() first"
-                )
+                raise UnsupportedOpError(_side_effect(ep, spec))
 
         nodes = {n.name: n for n in ep.graph.nodes}
         input_types = []
@@ -286,3 +283,25 @@ def _input_kind(signature: Any, name: str) -> str:
 
 def _hint(name: str) -> str:
     return name.replace("-", "_")
+
+
+def _side_effect(ep: ExportedProgram, spec: Any) -> str:
+    """What a graph with a side effect writes, and where: dnnc compiles inference
+    graphs without side effects."""
+    from dnnc.frontend.source_location import locate
+
+    producer = next((n for n in ep.graph.nodes if n.name == getattr(spec.arg, "name", None)), None)
+    where = locate(producer) if producer is not None else None
+    at = f" (at {where.brief()})" if where is not None else ""
+    if spec.kind == OutputKind.BUFFER_MUTATION:
+        what = (
+            f"the model writes its buffer {spec.target!r} while running{at}: BatchNorm in training mode does "
+            "(call model.eval() first), as do running counters and caches updated in place"
+        )
+    elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+        what = f"the model writes its input {spec.target!r} in place{at}: compute a new tensor instead (x = x + y, not x.add_(y))"
+    elif spec.kind == OutputKind.TOKEN:
+        what = f"the model has an op with side effects{at} (export threads an effect token through it)"
+    else:
+        what = f"the model's graph has an output of kind {spec.kind.name} ({spec.target!r}){at}"
+    return f"{what}; dnnc compiles inference graphs without side effects"
