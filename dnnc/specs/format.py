@@ -18,6 +18,7 @@ error naming the file and line.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -91,11 +92,16 @@ def load_library(path: str | Path) -> list[Library]:
     """A file, or every ``*.toml`` in a directory (in name order)."""
     p = Path(path)
     if p.is_dir():
-        return [lib for f in sorted(p.glob("*.toml")) for lib in load_library(f)]
+        files = sorted(p.glob("*.toml"))
+        if not files:
+            raise SpecError(f"{p}: a directory of tuning specs, but it holds no *.toml file")
+        return [lib for f in files for lib in load_library(f)]
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
     except OSError as e:
         raise SpecError(f"{p}: cannot read the tuning spec: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{p}: not UTF-8 text (byte {e.start}); a tuning spec is a TOML file") from None
     return [parse_library(text, str(p))]
 
 
@@ -174,8 +180,13 @@ def _record(entry: Any, where: str, default: Target, at: _Locator) -> Record:
     if not isinstance(provenance, dict):
         raise SpecError(f"{at.key('provenance')}: {label}: provenance is a table")
     for key in ("measured_ms", "baseline_ms"):
-        if key in provenance and not isinstance(provenance[key], int | float):
-            raise SpecError(f"{at.key(key)}: {label}: provenance.{key} is a number of milliseconds")
+        value = provenance.get(key)
+        if key in provenance and (
+            not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0
+        ):
+            raise SpecError(
+                f"{at.key(key)}: {label}: provenance.{key} = {value!r}: expected a finite, non-negative number of milliseconds"
+            )
     return Record(matcher, decision, target, versions, provenance, name, where)
 
 

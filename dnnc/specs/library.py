@@ -13,6 +13,7 @@ are left out with a warning. For a group, the first record that matches decides.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -109,6 +110,8 @@ def local_device(
 
     from dnnc.version import library_versions
 
+    if arch is not None and not re.fullmatch(r"sm_\d{2,3}a?", arch):
+        raise ValueError(f"--arch {arch!r}: expected an architecture like sm_90")
     installed = library_versions()
     found: dict[str, str] = {}
     if installed["cudnn"]:

@@ -61,6 +61,11 @@ def test_a_library_parses_into_typed_records() -> None:
         (('cudnn = ">=9.0,<10"', 'cudnn = "nine"'), 8, "versions.cudnn = 'nine' is not a version range"),
         (('tag = "eng32_k2=2_k6=3"', 'tag = "fast"'), 9, "decision.tag 'fast' is not a cuDNN engine tag"),
         (("provenance = {", "provenanse = {"), 10, "unknown key 'provenanse'"),
+        (("measured_ms = 0.021", "measured_ms = -5"), 10, "provenance.measured_ms = -5: expected a finite, non-negative"),
+        (("measured_ms = 0.021", "measured_ms = nan"), 10, "provenance.measured_ms = nan"),
+        (("baseline_ms = 0.03", "baseline_ms = inf"), 10, "provenance.baseline_ms = inf"),
+        (("measured_ms = 0.021", "measured_ms = true"), 10, "provenance.measured_ms = True"),
+        (("BLOCK_K = 32", "BLOCK_K = 1048576"), 15, "decision.config.BLOCK_K: 1048576 is over 65536"),
     ],
 )
 def test_validation_errors_name_file_line_and_field(change: tuple[str, str], line: int, message: str) -> None:
@@ -247,3 +252,29 @@ def test_spec_show_reports_each_group_shadowed_unused_and_strict(tmp_path: Path)
     ]
     strict = CliRunner().invoke(main, [*args, "--strict"])
     assert strict.exit_code != 0 and "--strict:" in strict.output and "matmul_add" in strict.output.splitlines()[-1]
+
+
+def test_what_cannot_be_a_spec_is_refused_by_name(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SpecError, match="holds no \\*.toml file"):
+        load_library(empty)
+    binary = tmp_path / "latin1.toml"
+    binary.write_bytes(b"schema = 1\n# caf\xe9\n")
+    with pytest.raises(SpecError, match="latin1.toml: not UTF-8 text"):
+        load_library(binary)
+
+
+def test_spec_verify_refuses_an_unknown_architecture(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dnnc.cli import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(EXAMPLE)
+    result = CliRunner().invoke(main, ["spec", "verify", str(spec), "--arch", "bogus"])
+    assert result.exit_code != 0 and "--arch 'bogus': expected an architecture like sm_90" in result.output
+    empty = tmp_path / "none"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["spec", "verify", str(empty), "--arch", "sm_90"])
+    assert result.exit_code != 0 and "holds no *.toml file" in result.output
