@@ -22,6 +22,7 @@ from dnnc.errors import DnncError, PassError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program, params_path_for
 from dnnc.ir.types import describe, element_of, shape_of, torch_dtype
+from dnnc.terminal import print_plain, printable
 
 console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -35,7 +36,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except DnncError as e:
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(printable(str(e), lines=True)) from None  # messages quote files
 
     return run
 
@@ -728,25 +729,39 @@ def inspect_command(artifact: Path, as_json: bool) -> None:
 
     facts = describe_artifact(read_artifact(artifact))
     if as_json:
-        out.print_json(json.dumps(facts))
+        out.print_json(json.dumps(facts), ensure_ascii=True)  # control characters as \u escapes
         return
+    for line in _inspect_lines(artifact, facts):
+        print_plain(out, line)
+
+
+def _inspect_lines(artifact: Path, facts: dict[str, Any]) -> list[str]:
+    """``dnnc inspect``'s lines, every value from the file made ``printable``."""
+    import json
+
+    p = printable
     m = facts["manifest"]
-    out.print(f"artifact: {artifact} (format {m['format']} schema {m['schema']}, dnnc {m['dnnc']}, created {m.get('created')})")
-    out.print(f"target: {m['target']}" + (f" ({facts['device_name']})" if facts["device_name"] else ""))
-    out.print("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(facts["versions"].items())))
-    out.print(f"inputs: {', '.join(facts['inputs'])}")
-    out.print(f"outputs: {', '.join(facts['outputs'])}")
-    out.print("ops by backend: " + ", ".join(f"{k} {v}" for k, v in sorted(facts["ops_by_backend"].items())))
-    out.print(f"parameters: {facts['parameters']['tensors']} tensors, {facts['parameters']['bytes'] / 1e6:.1f} MB")
+    device = f" ({p(facts['device_name'])})" if facts["device_name"] else ""
     peak = facts["memory_peak_bytes"]
-    out.print(f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)")
+    lines = [
+        f"artifact: {p(artifact)} (format {p(m['format'])} schema {p(m['schema'])}, dnnc {p(m['dnnc'])}, created {p(m.get('created'))})",
+        f"target: {p(m['target'])}{device}",
+        "versions: " + ", ".join(f"{p(k)} {p(v)}" for k, v in sorted(facts["versions"].items())),
+        f"inputs: {p(', '.join(facts['inputs']))}",
+        f"outputs: {p(', '.join(facts['outputs']))}",
+        "ops by backend: " + ", ".join(f"{p(k)} {v}" for k, v in sorted(facts["ops_by_backend"].items())),
+        f"parameters: {facts['parameters']['tensors']} tensors, {facts['parameters']['bytes'] / 1e6:.1f} MB",
+        f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)",
+    ]
     for f in facts["fallbacks"]:
-        out.print(f"fallback: {f['backend']} group {f['kind']}: {f['reason']}")
+        lines.append(f"fallback: {p(f.get('backend'))} group {p(f.get('kind'))}: {p(f.get('reason'))}")
     for name, k in facts["user_kernels"].items():
-        ran = f"; ran as {k['ran_as']}" if k["ran_as"] else ""
-        out.print(f"user kernel {name}: objects {', '.join(k['objects']) or 'none'}{ran}")
+        ran = f"; ran as {p(k['ran_as'])}" if k["ran_as"] else ""
+        lines.append(f"user kernel {p(name)}: objects {p(', '.join(k['objects'])) or 'none'}{ran}")
     decisions = facts["decisions"]
-    out.print("decisions: " + (json.dumps(decisions, indent=1) if decisions is not None else "none recorded"))
+    # JSON writes control and non-ASCII characters in strings as \u escapes
+    lines.append("decisions: " + (json.dumps(decisions, indent=1) if decisions is not None else "none recorded"))
+    return lines
 
 
 # opt ----------------------------------------------------------------------------------

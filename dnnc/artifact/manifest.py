@@ -83,6 +83,29 @@ def _check_specs(data: dict[str, Any], source: Path, field: str) -> None:
             raise _field_error(source, f"{field}[{i}]", f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}}}", s)
 
 
+_SUMMARY_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "memory_peak_bytes": ((int, type(None)), "an integer or null"),
+    "device_name": ((str, type(None)), "a string or null"),
+    "fallbacks": ((list,), "a list of objects"),
+    "user_kernels": ((dict,), "an object of kernel name -> variant"),
+    "steps": ((dict,), "an object of backend -> count"),
+}
+
+
+def _check_summary(data: dict[str, Any], source: Path) -> None:
+    """The facts ``dnnc inspect`` shows are of the types it formats (the field is optional)."""
+    summary = data.get("summary")
+    if summary is None:
+        return
+    if not isinstance(summary, dict):
+        raise _field_error(source, "summary", "an object", summary)
+    for name, (kinds, expected) in _SUMMARY_FIELDS.items():
+        if name in summary and not isinstance(summary[name], kinds):
+            raise _field_error(source, f"summary.{name}", expected, summary[name])
+    if not all(isinstance(f, dict) for f in summary.get("fallbacks", [])):
+        raise _field_error(source, "summary.fallbacks", "a list of objects", summary["fallbacks"])
+
+
 def _check_dnnc_version(written: str, source: Path) -> None:
     theirs, ours = written.split("."), __version__.split(".")
     if theirs[:2] != ours[:2]:
@@ -122,6 +145,9 @@ def parse_manifest(raw: bytes, source: Path) -> Manifest:
     if not all(isinstance(v, str) for v in members.values()):
         raise _field_error(source, "members", "an object of member name -> SHA-256", members)
     _require(data, source, "structure", dict, "an object")
+    if not isinstance(data.get("versions", {}), dict):
+        raise _field_error(source, "versions", "an object of library -> version", data["versions"])
+    _check_summary(data, source)
     _check_dnnc_version(written, source)
     return Manifest(data, source)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from dnnc.artifact.archive import MANIFEST, Archive, sha256, write_archive
+from dnnc.artifact.archive import MANIFEST, Archive, check_name, sha256, write_archive
 from dnnc.artifact.kernels import parse_triton_records
 from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
 from dnnc.errors import ArtifactError, DnncError
@@ -36,6 +37,7 @@ REQUIRED = (PROGRAM, PARAMS, METADATA)
 
 
 EXTERN_PREFIX = "kernels/extern/"
+_EXTERN_MEMBER = re.compile(r"^kernels/extern/[^/]+/[^/]+$")
 
 
 def triton_member(target: str) -> str:
@@ -90,16 +92,14 @@ def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
 
 
 def read_manifest(path: str | Path) -> Manifest:
-    archive = Archive(Path(path))
-    try:
-        return parse_manifest(archive.raw(MANIFEST), archive.path)
-    finally:
-        archive.close()
+    archive, manifest = _open(Path(path))
+    archive.close()
+    return manifest
 
 
-def read_artifact(path: str | Path) -> ArtifactContents:
-    """Every member present and unchanged, the IR verified against its parameters and the manifest."""
-    path = Path(path)
+def _open(path: Path) -> tuple[Archive, Manifest]:
+    """The archive and its manifest, with every member one the manifest lists and of a
+    kind dnnc writes: an artifact carries nothing that loading would not check."""
     archive = Archive(path)
     try:
         manifest = parse_manifest(archive.raw(MANIFEST), path)
@@ -107,10 +107,44 @@ def read_artifact(path: str | Path) -> ArtifactContents:
         for name in (*REQUIRED, *([triton_member(manifest.target)] if manifest.target != "cpu" else [])):
             if name not in listed:
                 raise ArtifactError(f"artifact {path}: manifest field 'members' does not list {name!r}")
-        data = {name: archive.read(name, digest) for name, digest in listed.items()}
+        for name in listed:
+            check_name(path, name)
+            if not _known_member(name, manifest.target):
+                raise ArtifactError(
+                    f"artifact {path}: manifest field 'members' lists {name!r}, which is not a member dnnc writes "
+                    f"({', '.join(REQUIRED)}, {triton_member('<target>')}, {EXTERN_PREFIX}<kernel>/<object>)"
+                )
+        unknown = sorted(archive.names - {MANIFEST} - set(listed))
+        if unknown:
+            raise ArtifactError(
+                f"artifact {path}: member {unknown[0]!r} is not listed in the manifest; unknown members are refused"
+            )
+    except BaseException:
+        archive.close()
+        raise
+    return archive, manifest
+
+
+def _known_member(name: str, target: str) -> bool:
+    if name in REQUIRED:
+        return True
+    if target != "cpu" and name == triton_member(target):
+        return True
+    return bool(_EXTERN_MEMBER.match(name))
+
+
+def read_artifact(path: str | Path) -> ArtifactContents:
+    """Every member present and unchanged, the IR verified against its parameters and the manifest."""
+    path = Path(path)
+    archive, manifest = _open(path)
+    try:
+        data = {name: archive.read(name, digest) for name, digest in manifest.members.items()}
     finally:
         archive.close()
-    program = Program(_module(data[PROGRAM], path), _params(data[PARAMS], path), _json(data[METADATA], METADATA, path))
+    metadata = _json(data[METADATA], METADATA, path)
+    if not isinstance(metadata, dict):
+        raise ArtifactError(f"artifact {path}: member {METADATA!r} must hold a JSON object, got {type(metadata).__name__}")
+    program = Program(_module(data[PROGRAM], path), _params(data[PARAMS], path), metadata)
     try:
         program.verify(f"{path}:{PROGRAM}")
     except DnncError as e:

@@ -103,3 +103,78 @@ def test_compile_casts_to_the_dtype_asked_for(model_file: Path, tmp_path: Path) 
     result = invoke("compile", f"{model_file}:tiny", "-o", str(out), "--device", "cpu", "--dtype", "f16", "--no-check")
     assert result.exit_code == 0, result.output
     assert "signature: 2x3x6x6xf16 -> 2x5xf16" in result.output and out.is_file()
+
+
+HOSTILE = {
+    "created": "[/]\x1b[2J\x1b[1;1H",  # a lone closing tag; clear the screen
+    "versions": {"torch\x1b]0;title\x07": "[bold red]x[/]", ":thumbs_up:": "\u202eevil"},
+    "summary": {
+        "device_name": "GPU [link=file:///etc]x[/link]\r",
+        "memory_peak_bytes": None,
+        "fallbacks": [{"backend": "[/]", "kind": "\x9b31m", "reason": "a\\"}],
+        "user_kernels": {},
+    },
+}
+
+
+def _hostile(path: Path, metadata: dict) -> None:
+    """Rewrite the artifact with strings that a terminal or rich would act on."""
+    import hashlib
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["metadata.json"] = json.dumps(metadata).encode()
+    manifest = json.loads(members["manifest.json"]) | HOSTILE
+    manifest["members"]["metadata.json"] = hashlib.sha256(members["metadata.json"]).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
+def test_inspect_prints_what_the_file_says_literally(artifact: Path) -> None:
+    _hostile(artifact, {"decisions": [{"why": "[bold]\x1b[31mred[/]", "model": "\u202e:smile:"}]})
+    result = invoke("inspect", str(artifact))
+    assert result.exit_code == 0, result.output
+    assert not any(c in result.output for c in "\x1b\x07\x9b\r\u202e"), repr(result.output)
+    for expected in (
+        r"created [/]\x1b[2J\x1b[1;1H)",
+        r"versions: :thumbs_up: \u202eevil, torch\x1b]0;title\x07 [bold red]x[/]",
+        r"target: cpu (GPU [link=file:///etc]x[/link]\r)",
+        "fallback: [/] group \\x9b31m: a\\\n",  # the reason's one backslash, as it is
+        r'"why": "[bold]\u001b[31mred[/]"',
+        r'"model": "\u202e:smile:"',
+    ):
+        assert expected in result.output, result.output
+
+
+def test_inspect_json_escapes_control_characters(artifact: Path) -> None:
+    metadata = {"decisions": [{"why": "[/]\x1b[31m\u202e"}]}
+    _hostile(artifact, metadata)
+    result = invoke("inspect", str(artifact), "--json")
+    assert result.exit_code == 0, result.output
+    assert not any(c in result.output for c in "\x1b\x07\x9b\r\u202e"), repr(result.output)
+    facts = json.loads(result.output)
+    assert facts["decisions"] == metadata["decisions"]
+    assert facts["manifest"]["created"] == HOSTILE["created"] and facts["versions"] == HOSTILE["versions"]
+
+
+def test_errors_quoting_the_file_print_control_characters_escaped(artifact: Path) -> None:
+    import hashlib
+    import zipfile
+
+    with zipfile.ZipFile(artifact) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["program.mlir"] = b"func.func @forward(\x1b[2J\x1b]0;pwned\x07) {\n}\n"
+    manifest = json.loads(members["manifest.json"])
+    manifest["members"]["program.mlir"] = hashlib.sha256(members["program.mlir"]).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(artifact, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    for command in ("inspect", "run"):
+        result = invoke(command, str(artifact))
+        assert result.exit_code == 1 and "program.mlir" in result.output, result.output
+        assert "\x1b" not in result.output and "\x07" not in result.output, repr(result.output)
+        assert "Traceback" not in result.output
