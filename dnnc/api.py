@@ -103,12 +103,18 @@ class CompiledModule:
 
     def save_ir(self, path: str | Path) -> Path:
         """Write the IR and its parameters (``x.mlir`` + ``x.safetensors``)."""
+        from dnnc.paths import check_writable
+
+        check_writable(path)
         self.program.save(path)
         return Path(path)
 
     def save(self, path: str | Path) -> Path:
         """Write an artifact (``model.dnnc``) that ``dnnc.load`` runs without compiling
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
+        from dnnc.paths import check_writable
+
+        check_writable(path)
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
         from dnnc.artifact.kernels import embed_user_kernels, portable_kernels, triton_records

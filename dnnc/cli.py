@@ -109,7 +109,10 @@ def compile_command(
     """
     import dnnc
     from dnnc.model_loader import parse_kwargs
+    from dnnc.paths import check_writable
 
+    if output is not None:
+        check_writable(output)
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
     specs = os.pathsep.join(str(p) for p in tuning_specs) or None
     settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition, "tuning_specs": specs}.items() if v is not None}
@@ -602,9 +605,12 @@ def run_command(
     iree-run-module style. Runs no code the file carries or names unless --trust-code."""
     from dnnc.inputs import input_meta, parse_input, save_npy
     from dnnc.model_loader import import_user_code
+    from dnnc.paths import check_writable
 
     for location in imports:
         import_user_code(location)
+    for file in outputs:
+        check_writable(file.removeprefix("@"), "--output")
     metas = [input_meta(spec) for spec in inputs]  # shapes and types, checked before anything is built
 
     def build() -> list[torch.Tensor]:

@@ -122,3 +122,43 @@ def test_a_side_effect_is_named_for_what_it_writes(model: torch.nn.Module, messa
 
     with pytest.raises(UnsupportedOpError, match=message):
         dnnc.compile(model, (torch.ones(2, 4),), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "a-file" / "m.dnnc", "a-file is a file, not a directory"),
+        (lambda d: d / "a-file" / "deeper" / "m.mlir", "a-file is a file, not a directory"),
+        (lambda d: d, "is a directory"),
+        (lambda d: d / "locked" / "m.dnnc", "directory .*locked is not writable"),
+        (lambda d: d / "locked" / "new" / "m.mlir", "directory .*locked is not writable"),
+    ],
+    ids=["under-a-file", "deep-under-a-file", "a-directory", "unwritable", "unwritable-missing"],
+)
+def test_output_paths_are_checked_before_compiling(tmp_path: Path, make: Callable[[Path], Path], message: str) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from dnnc.cli import main
+
+    (tmp_path / "a-file").write_text("x")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK) and "locked" in str(make(tmp_path)):
+            pytest.skip("running as a user every directory is writable for (root)")
+        result = CliRunner().invoke(main, ["compile", "no/such/model.py:factory", "-o", str(make(tmp_path))])
+        # the path is refused before the model is even looked for
+        assert result.exit_code != 0 and "Traceback" not in result.output, result.output
+        assert __import__("re").search(message, result.output), result.output
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_missing_output_directory_is_created(tmp_path: Path) -> None:
+    compiled = dnnc.compile(torch.nn.Linear(2, 2), (torch.ones(1, 2),), device="cpu")
+    assert compiled.save(tmp_path / "new" / "dirs" / "m.dnnc").is_file()
+    compiled.save(tmp_path / "other" / "m.mlir")
+    assert (tmp_path / "other" / "m.safetensors").is_file()
