@@ -40,7 +40,9 @@ def test_data_dependent_control_flow(capfd: pytest.CaptureFixture[str]) -> None:
         export(BranchesOnValues(), [torch.randn(3)])
     message = str(info.value)
     assert isinstance(info.value, DnncError)
-    assert message.startswith("torch.export could not trace the model: Could not guard on data-dependent expression")
+    assert message.startswith(
+        "torch.export could not trace the model with example inputs ([3] float32): Could not guard on data-dependent expression"
+    )
     assert f"{HERE.name}:{_line_of('MARK-branch')}: if x.sum() > 0:" in message
     assert "control flow on a tensor's value" in message and "torch.cond" in message
     assert len(message.splitlines()) <= 6
@@ -52,7 +54,10 @@ def test_a_model_that_raises(capfd: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ExportError) as info:
         export(Raises(), [torch.randn(3, 2)])
     message = str(info.value)
-    assert message.splitlines()[0] == "torch.export could not trace the model: ValueError: expected 4 rows, got 3"
+    assert (
+        message.splitlines()[0]
+        == "torch.export could not trace the model with example inputs ([3, 2] float32): ValueError: expected 4 rows, got 3"
+    )
     assert f"{HERE.name}:{_line_of('MARK-raise')}: raise ValueError(" in message
     assert "Traceback" not in message
     assert capfd.readouterr().err == ""

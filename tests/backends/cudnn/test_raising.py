@@ -113,7 +113,8 @@ def test_raised_sdpa_is_one_attention_op(rng: torch.Generator) -> None:
     raise_graph(graph)
     assert sum(isinstance(op, tcp.AttentionOp) for op in program.entry.body.walk()) == 1
     (got,) = ReferenceExecutor(program).run([q, k, v])
-    assert_matches(got, expected[0], torch.float32)
+    # float16 outputs of two float32 computations in another order: one float16 rounding apart
+    assert_matches(got, expected[0], torch.float16)
 
 
 class _Fn(nn.Module):
