@@ -112,13 +112,13 @@ class CompiledModule:
     def save(self, path: str | Path) -> Path:
         """Write an artifact (``model.dnnc``) that ``dnnc.load`` runs without compiling
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
-        from dnnc.paths import check_writable
-
-        check_writable(path)
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
         from dnnc.artifact.kernels import embed_user_kernels, portable_kernels, triton_records
         from dnnc.artifact.store import ArtifactContents, save_artifact
+        from dnnc.paths import check_writable
+
+        check_writable(path)
 
         structure = {
             "in_spec": _spec_text(self._in_spec),

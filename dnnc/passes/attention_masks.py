@@ -47,11 +47,15 @@ class FoldAttentionMasks(ParamPass):
     name = "fold-attention-masks"
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        patterns: dict[SSAValue, str | None] = {}  # every layer of a decoder reads the same mask: evaluated once
         for fn in op.walk():
             if not isinstance(fn, func.FuncOp):
                 continue
             for attention in [o for o in fn.body.walk() if isinstance(o, tcp.AttentionOp) and o.has_mask]:
-                pattern = _pattern(attention.mask[0], params)
+                mask = attention.mask[0]
+                if mask not in patterns:
+                    patterns[mask] = _pattern(mask, params)
+                pattern = patterns[mask]
                 if pattern == "all":
                     _drop_mask(attention, causal=bool(scalar(attention.causal)))
                 elif pattern == "causal":
