@@ -35,7 +35,7 @@ from dnnc.passes import ParamPass, parse_passes
 CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,fold-attention-masks,dce"
 """Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
 written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
-CUDNN_STAGE = "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
+CUDNN_STAGE = "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
 """Outline cuDNN graphs, make convolutions channels-last (weights transposed, and
 channel-padded where tensor cores need it, once, here: hence the growth allowed
 to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""

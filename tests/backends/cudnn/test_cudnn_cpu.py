@@ -864,16 +864,19 @@ def test_mobilenet_v2(canonical_models: dict, rng: torch.Generator) -> None:
     blocks = [m for m in model.modules() if type(m).__name__ == "InvertedResidual"]
     residual = sum(1 for b in blocks if b.use_residual)
     convs = sum(1 for m in model.modules() if isinstance(m, nn.Conv2d))
+    depthwise = sum(1 for m in model.modules() if isinstance(m, nn.Conv2d) and m.groups == m.in_channels > 1)
     # each block ends in a projection conv+bn without activation (+ the residual);
-    # every other conv is conv+bn+relu6
+    # every other conv is conv+bn+relu6, except the depthwise ones: bare convolutions,
+    # their bias and ReLU6 left to codegen
     assert kinds(lowered) == {
         "conv_bias_add": residual,
         "conv_bias": len(blocks) - residual,
-        "conv_bias_relu": convs - len(blocks),
+        "conv_bias_relu": convs - len(blocks) - depthwise,
+        "conv": depthwise,
         "matmul_add": 1,
     }
     relus = [o for g in graphs(lowered) for o in g.body.block.ops if isinstance(o, cudnn.PointwiseOp) and o.mode.data == "relu"]
-    assert len(relus) == convs - len(blocks) and all(o.clips() == (0.0, 6.0) for o in relus)
+    assert len(relus) == convs - len(blocks) - depthwise and all(o.clips() == (0.0, 6.0) for o in relus)
     assert not transposes_between_graphs(lowered)
     assert len([op for op in top_ops(lowered) if isinstance(op, tcp.TransposeOp)]) == 2  # the input; before the mean
 

@@ -1,5 +1,6 @@
 // RUN: %dnnc opt %s -p cudnn-group | %filecheck %s
 // RUN: %dnnc opt %s -p "cudnn-group{epilogues=false}" | %filecheck %s --check-prefix=ROOTS
+// RUN: %dnnc opt %s -p "cudnn-group{depthwise-epilogues=true}" | %filecheck %s --check-prefix=DWFUSED
 
 // Convolution, bias (a broadcast [1, C, 1, 1] moves into the group) and ReLU (a
 // clamp at 0) are one graph; the kind names the steps.
@@ -176,15 +177,21 @@ func.func @stops(%x: tensor<1x3x8x8xf32>) -> (tensor<1x4x8x8xf16>, tensor<1x4x8x
   func.return %h, %cl : tensor<1x4x8x8xf16>, tensor<1x4x8x8xf32>
 }
 
-// groups = 2 of 4 channels is refused (left to codegen); depthwise (groups = C)
-// and ReLU6 (a clamp [0, 6]) are taken.
+// groups = 2 of 4 channels is refused (left to codegen); depthwise (groups = C) is
+// taken bare, its ReLU6 (a clamp [0, 6]) left outside the graph (cuDNN's fused
+// depthwise plans are slow); asked for, the clamp joins the graph.
 // CHECK-LABEL: func.func @grouped_and_depthwise
 // CHECK-NEXT:    %[[W:.*]] = tcp.param @grouped.weight
 // CHECK-NEXT:    %[[C:.*]] = tcp.conv2d %x, %[[W]] {{.*}} groups = 2 : i64}
-// CHECK-NOT:     kind = "conv"}
-// CHECK:         tcp.isolated_group(%[[C]], %{{.*}}) {backend = "cudnn", kind = "conv_relu"}
+// CHECK-NOT:     kind = "conv_relu"}
+// CHECK:         %[[D:.*]] = tcp.isolated_group(%[[C]], %{{.*}}) {backend = "cudnn", kind = "conv"}
 // CHECK:           tcp.conv2d {{.*}} groups = 4 : i64}
-// CHECK-NEXT:      tcp.clamp {{.*}} {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}
+// CHECK-NEXT:      tcp.yield
+// CHECK:         tcp.clamp %[[D]] {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}
+// DWFUSED-LABEL: func.func @grouped_and_depthwise
+// DWFUSED:         tcp.isolated_group(%{{.*}}, %{{.*}}) {backend = "cudnn", kind = "conv_relu"}
+// DWFUSED:           tcp.conv2d {{.*}} groups = 4 : i64}
+// DWFUSED-NEXT:      tcp.clamp {{.*}} {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64}
 func.func @grouped_and_depthwise(%x: tensor<1x4x6x6xf32>) -> tensor<1x8x6x6xf32> {
   %w = tcp.param @grouped.weight : tensor<4x2x3x3xf32>
   %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>

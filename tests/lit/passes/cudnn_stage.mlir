@@ -1,4 +1,4 @@
-// RUN: %dnnc opt %s -p "cudnn-group,assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn" --random-params | %filecheck %s
+// RUN: %dnnc opt %s -p "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn" --random-params | %filecheck %s
 
 // The whole cuDNN stage (dnnc.pipeline.CUDNN_STAGE) on two convolutions and a linear
 // head: the weights are stored KRSC (descriptors [K, C, R, S] with channels-last
@@ -57,4 +57,37 @@ func.func @net(%x: tensor<1x3x6x6xf32>) -> tensor<1x4xf32> {
   %fb = tcp.param @fc.bias : tensor<1x4xf32>
   %y = tcp.add %mm, %fb : tensor<1x4xf32>
   func.return %y : tensor<1x4xf32>
+}
+
+// A depthwise convolution between two others: cuDNN takes it bare; its bias and
+// ReLU6 stay tcp ops, and run channels-last between the graphs (sink-transposes
+// moved the layout changes through them, where they cancelled).
+// CHECK-LABEL: func.func @depthwise
+// CHECK:         %[[P:.*]] = cudnn.graph({{.*}}) {kind = "conv_bias_relu"
+// CHECK-NOT:     tcp.transpose
+// CHECK:         %[[D:.*]] = cudnn.graph(%[[P]], %{{.*}}) {kind = "conv", result_strides = [strided<[288, 1, 48, 8]>]}
+// CHECK-NOT:     tcp.transpose
+// CHECK:         %[[A:.*]] = tcp.add %[[D]], %{{.*}} : tensor<1x6x6x8xf32>
+// CHECK-NEXT:    %[[R:.*]] = tcp.clamp %[[A]] {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64} : tensor<1x6x6x8xf32>
+// CHECK-NOT:     tcp.transpose
+// CHECK:         cudnn.graph(%[[R]], %{{.*}}) {kind = "conv"
+// CHECK-NEXT:    ^bb0
+// CHECK:         tcp.transpose
+// CHECK-NEXT:    func.return
+func.func @depthwise(%x: tensor<1x3x6x6xf32>) -> tensor<1x4x6x6xf32> {
+  %w1 = tcp.param @e.weight : tensor<8x3x1x1xf32>
+  %c1 = tcp.conv2d %x, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x6x6xf32>, tensor<8x3x1x1xf32>) -> tensor<1x8x6x6xf32>
+  %b1 = tcp.param @e.bias : tensor<1x8x1x1xf32>
+  %bb1 = tcp.broadcast %b1 : tensor<1x8x1x1xf32> to tensor<1x8x6x6xf32>
+  %a1 = tcp.add %c1, %bb1 : tensor<1x8x6x6xf32>
+  %r1 = tcp.clamp %a1 {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64} : tensor<1x8x6x6xf32>
+  %wd = tcp.param @dw.weight : tensor<8x1x3x3xf32>
+  %d = tcp.conv2d %r1, %wd {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x6x6xf32>
+  %bd = tcp.param @dw.bias : tensor<1x8x1x1xf32>
+  %bbd = tcp.broadcast %bd : tensor<1x8x1x1xf32> to tensor<1x8x6x6xf32>
+  %ad = tcp.add %d, %bbd : tensor<1x8x6x6xf32>
+  %rd = tcp.clamp %ad {min = 0.000000e+00 : f64, max = 6.000000e+00 : f64} : tensor<1x8x6x6xf32>
+  %w2 = tcp.param @p.weight : tensor<4x8x1x1xf32>
+  %c2 = tcp.conv2d %rd, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32>
+  func.return %c2 : tensor<1x4x6x6xf32>
 }
