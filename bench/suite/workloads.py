@@ -64,7 +64,7 @@ ZOO_WORKLOADS: dict[str, Workload] = {
     for w in (
         *(Workload(f"{m}-b{b}", m, {"batch": b}) for m in _IMAGES for b in (1, 32)),
         *(Workload(f"{m}-b{b}-s128", m, {"batch": b, "seq": 128}, unit="tokens") for m in _TEXT for b in (1, 8)),
-        Workload("whisper_encoder-b1", "whisper_encoder", {"batch": 1}),
+        Workload("whisper_encoder-b1", "whisper_encoder", {"batch": 1}, unit="clips"),
         Workload("unet2d-b1", "unet2d", {"batch": 1}),
         Workload("unet2d-b8", "unet2d", {"batch": 8}),
     )

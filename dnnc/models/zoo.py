@@ -98,16 +98,26 @@ def hf_model(
     seq: int = 128,
     field: str | None = None,
     seed: int = 0,
+    inputs: str = "tokens",
     **config_args: Any,
 ) -> Example:
     """Any transformers model class built from its config class with these
-    arguments, run on random token ids (``batch x seq``)."""
+    arguments. ``inputs`` says what it is run on: random token ids (``tokens``,
+    ``batch x seq``), images (``image``, ``batch x 3 x seq x seq``) or raw audio
+    (``audio``, ``batch x seq`` samples)."""
     transformers = _require("transformers")
     with seeded(seed):
         cfg = getattr(transformers, config)(**config_args)
         built = _model_class(transformers, model)(cfg).eval()
-        ids = torch.randint(0, cfg.vocab_size, (batch, seq))
-    return FirstOutput(built, field).eval(), (ids,)
+        if inputs == "tokens":
+            example = torch.randint(0, cfg.vocab_size, (batch, seq))
+        elif inputs == "image":
+            example = torch.randn(batch, getattr(cfg, "num_channels", 3), seq, seq)
+        elif inputs == "audio":
+            example = torch.randn(batch, seq)
+        else:
+            raise ValueError(f"hf_model inputs={inputs!r}: expected tokens, image or audio")
+    return FirstOutput(built, field).eval(), (example,)
 
 
 def _model_class(transformers: Any, name: str) -> Callable[..., nn.Module]:
@@ -222,14 +232,15 @@ def whisper_encoder(
 
 
 class _Denoiser(nn.Module):
-    """A diffusers UNet called as ``unet(sample, timestep)``, returning the sample."""
+    """A diffusers UNet called as ``unet(sample, timestep)``, or with the conditional
+    UNet's text ``context`` as a third argument, returning the sample."""
 
     def __init__(self, unet: nn.Module):
         super().__init__()
         self.unet = unet
 
-    def forward(self, sample: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
-        return self.unet(sample, timestep).sample
+    def forward(self, sample: torch.Tensor, timestep: torch.Tensor, *context: torch.Tensor) -> torch.Tensor:
+        return self.unet(sample, timestep, *context).sample
 
 
 def unet2d(batch: int = 1, size: int = 64, channels: tuple[int, ...] = (64, 128, 128), groups: int = 32) -> Example:
@@ -252,6 +263,40 @@ def unet2d(batch: int = 1, size: int = 64, channels: tuple[int, ...] = (64, 128,
         sample = torch.randn(batch, 3, size, size)
         timestep = torch.full((batch,), 10, dtype=torch.int64)
     return _Denoiser(unet).eval(), (sample, timestep)
+
+
+def unet2d_condition(
+    batch: int = 1,
+    size: int = 64,
+    channels: tuple[int, ...] = (320, 640, 1280),
+    groups: int = 32,
+    context: int = 77,
+    context_dim: int = 768,
+    heads: int = 8,
+) -> Example:
+    """A Stable-Diffusion-style ``UNet2DConditionModel`` on 4-channel latents:
+    ResNet blocks, transformer blocks with self- and cross-attention to a text
+    context (``batch x context x context_dim``), GEGLU feed-forward; ``heads``
+    attention heads at every level (Stable Diffusion 1.x's layout)."""
+    diffusers = _require("diffusers")
+    levels = len(channels)
+    with seeded(0):
+        unet = diffusers.UNet2DConditionModel(
+            sample_size=size,
+            in_channels=4,
+            out_channels=4,
+            layers_per_block=1,
+            block_out_channels=tuple(channels),
+            down_block_types=("CrossAttnDownBlock2D",) * (levels - 1) + ("DownBlock2D",),
+            up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (levels - 1),
+            cross_attention_dim=context_dim,
+            norm_num_groups=groups,
+            attention_head_dim=heads,
+        ).eval()
+        sample = torch.randn(batch, 4, size, size)
+        timestep = torch.full((batch,), 10, dtype=torch.int64)
+        text = torch.randn(batch, context, context_dim)
+    return _Denoiser(unet).eval(), (sample, timestep, text)
 
 
 ZOO: dict[str, Callable[..., Example]] = {

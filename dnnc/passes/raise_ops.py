@@ -54,7 +54,7 @@ class RaiseSoftmax(RewritePattern):
         if peak is None or peak.input != x or ints(peak.axes) != ints(total.axes) or shape_of(x) != shape_of(op.result):
             return
         axis = ints(total.axes)[0]
-        rewriter.replace_op(op, tcp.SoftmaxOp.make([x], {"axis": int_attr(axis)}))
+        rewriter.replace(op, tcp.SoftmaxOp.make([x], {"axis": int_attr(axis)}))
 
 
 def _uncast(value: SSAValue) -> SSAValue:
@@ -125,7 +125,7 @@ class RaiseLayerNorm(RewritePattern):
                     if w is None or b is None:
                         return
                     norm = tcp.LayerNormOp.make([x, w, b], {"axis": int_attr(axis), "epsilon": float_attr(eps)})
-                    rewriter.replace_op(op, norm)
+                    rewriter.replace(op, norm)
                     return
 
     @staticmethod
@@ -185,7 +185,7 @@ class RaiseRmsNorm(RewritePattern):
                 if axes != list(range(rank - len(axes), rank)) or squared is None or not _same(squared, x):
                     continue
                 unit = TcpBuilder.before(op).constant(1.0, shape_of(x)[axes[0] :], element_of(x))
-                rewriter.replace_op(op, tcp.RmsNormOp.make([x, unit], {"axis": int_attr(axes[0]), "epsilon": float_attr(eps)}))
+                rewriter.replace(op, tcp.RmsNormOp.make([x, unit], {"axis": int_attr(axes[0]), "epsilon": float_attr(eps)}))
                 return
 
 

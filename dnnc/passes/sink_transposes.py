@@ -61,7 +61,7 @@ class SinkThroughElementwise(RewritePattern):
             operands=operands, result_types=[before], properties=dict(op.properties), attributes=dict(op.attributes)
         )
         rewriter.insert_op(inner, InsertPoint.before(op))
-        rewriter.replace_op(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
+        rewriter.replace(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
 
 
 class TransposeOfBroadcast(RewritePattern):
@@ -74,7 +74,7 @@ class TransposeOfBroadcast(RewritePattern):
             return
         moved = tcp.TransposeOp.make([inner.input], {"permutation": op.permutation})
         rewriter.insert_op(moved, InsertPoint.before(op))
-        rewriter.replace_op(op, tcp.BroadcastOp(operands=[moved.result], result_types=[op.result.type]))
+        rewriter.replace(op, tcp.BroadcastOp(operands=[moved.result], result_types=[op.result.type]))
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,18 @@ def test_auto_against_the_fastest_peer() -> None:
     variants = PAYLOAD["results"][0]["variants"]
     assert report.versus_best_peer(variants) == "0.42x PyTorch eager"
     assert report.versus_best_peer([v for v in variants if v["variant"] != "dnnc auto"]) == "-"
+
+
+def test_a_run_of_the_default_policy_alone_is_compared_and_stopgaps_are_marked() -> None:
+    """A zoo run times only dnnc's default policy: that variant is the one compared with
+    the peers, and a dnnc time that ran torch ops or fell back carries a mark."""
+    result = PAYLOAD["results"][0]
+    greedy = {**result["variants"][1], "variant": "dnnc greedy", "torch_ops": 2, "fallbacks": 0}
+    payload = {**PAYLOAD, "results": [{**result, "variants": [result["variants"][0], greedy]}]}
+    text = report.tables(payload)
+    assert "| workload | floor ms | PyTorch eager | dnnc greedy | greedy / best peer |" in text
+    assert "| resnet50-b32 | 0.500 | 3.000 (17%) | 1.250* (40%) | 0.42x PyTorch eager |" in text
+    assert "runs that day" not in text, "one run: its workloads share the run's ceilings"
+    second = {**result, "workload": "gpt2-block", "ceilings": {"copy_gbs": 2900.0, "matmul_tflops": 700.0}}
+    first = {**result, "ceilings": PAYLOAD["ceilings"]}
+    assert "(results of 2 runs that day" in report.tables({**PAYLOAD, "results": [first, second]})
