@@ -280,6 +280,12 @@ def load(
         in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))
     except Exception as e:
         raise ArtifactError(f"artifact {path}: manifest field 'structure' holds an unreadable pytree spec: {e}") from None
+    returned = len(contents.program.entry.function_type.outputs.data)
+    if out_spec is not None and out_spec.num_leaves != returned:
+        raise ArtifactError(
+            f"artifact {path}: manifest field 'structure.out_spec' describes {out_spec.num_leaves} output(s) "
+            f"but program.mlir returns {returned}"
+        )
     return CompiledModule(
         contents.program,
         report,

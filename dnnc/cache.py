@@ -5,10 +5,16 @@ config, target, library versions ...), given as a mapping. Only successes are
 ever stored: callers ``put`` after a compile or a measurement worked, so a
 failure is retried next time rather than remembered. Writes are atomic (a
 temporary file renamed into place), so concurrent compiles never see half a file.
+
+Each entry starts with the SHA-256 of its payload, checked on every read: a file that
+was truncated, damaged or replaced (a garbage kernel binary, an edited PTX) is a miss,
+removed and rebuilt, never a result. The digest catches damage, not an attacker who
+can write the cache directory (who could recompute it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,6 +24,24 @@ from pathlib import Path
 from typing import Any
 
 from dnnc import knobs
+
+HEADER = b"dnnc-cache 1 sha256:"
+"""An entry is ``HEADER``, the payload's hex SHA-256, a newline, then the payload."""
+_DIGEST_LEN = 64
+
+
+def frame(data: bytes) -> bytes:
+    return HEADER + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
+
+def unframe(entry: bytes) -> bytes | None:
+    """The payload of an entry whose digest matches, else None."""
+    start = len(HEADER)
+    end = start + _DIGEST_LEN
+    if not entry.startswith(HEADER) or entry[end : end + 1] != b"\n":
+        return None
+    data = entry[end + 1 :]
+    return data if hashlib.sha256(data).hexdigest().encode() == entry[start:end] else None
 
 
 def content_key(parts: Mapping[str, Any]) -> str:
@@ -41,12 +65,19 @@ class ContentCache:
         return self.directory / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
+        """The stored payload, or None when absent or damaged (a damaged entry is removed)."""
         if not knobs.get().cache:
             return None
+        path = self._path(key)
         try:
-            return self._path(key).read_bytes()
+            entry = path.read_bytes()
         except OSError:
             return None
+        data = unframe(entry)
+        if data is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return data
 
     def put(self, key: str, data: bytes) -> None:
         if not knobs.get().cache:
@@ -56,7 +87,7 @@ class ContentCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                f.write(frame(data))
             os.replace(tmp, path)
         except OSError:
             pass  # a cache that cannot be written only costs time

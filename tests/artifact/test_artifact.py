@@ -245,3 +245,26 @@ def test_other_gpu_arch_warns_and_rebuilds(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_save_as_mlir_keeps_writing_ir(compiled: dnnc.CompiledModule, tmp_path: Path) -> None:
     path = compiled.save(tmp_path / "net.mlir")
     assert "func.func @forward" in path.read_text() and path.with_suffix(".safetensors").is_file()
+
+
+def test_a_manifest_whose_output_structure_does_not_match_the_program_is_refused_at_load(tmp_path: Path) -> None:
+    """Caught by ``dnnc.load``, naming the field, not on the first call."""
+
+    class TwoOutputs(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            return x + 1, {"a": x * 2}
+
+    path = dnnc.compile(TwoOutputs(), (torch.randn(3),), device="cpu").save(tmp_path / "two.dnnc")
+    with zipfile.ZipFile(path) as z:
+        contents = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(contents["manifest.json"])
+    spec = json.loads(manifest["structure"]["out_spec"])
+    leaf = {"type": None, "context": None, "children_spec": []}
+    spec[1]["children_spec"].append(leaf)  # a third output the program does not return
+    manifest["structure"]["out_spec"] = json.dumps(spec)
+    contents["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, body in contents.items():
+            z.writestr(name, body)
+    with pytest.raises(ArtifactError, match=r"structure\.out_spec' describes 3 output\(s\) but program.mlir returns 2"):
+        dnnc.load(path, device="cpu")

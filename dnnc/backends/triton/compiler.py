@@ -156,6 +156,8 @@ def _from_cache(key: str, src: ASTSource) -> Any | None:
         with tempfile.TemporaryDirectory(prefix="dnnc-triton-") as tmp:
             group = {}
             for name, data in entry["files"].items():
+                if Path(name).name != name:
+                    return None  # a kernel file is named by Triton, never a path
                 path = Path(tmp) / name
                 path.write_bytes(base64.b64decode(data))
                 group[name] = str(path)
