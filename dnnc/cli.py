@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -368,7 +368,7 @@ def spec_verify_command(
     for _, lib in libraries:
         click.echo(f"{lib.path}: {len(lib.records)} records, mode {lib.mode}" + (f", layer {lib.layer}" if lib.layer else ""))
     device = _spec_device(arch, gpu_name, cudnn, triton)
-    resolved = resolve(libraries, device)
+    resolved = resolve(libraries, device, unknown_versions="keep")
     for warning in resolved.warnings:
         click.echo(f"warning: {warning}")
     for overlap in overlaps(resolved.records):
@@ -376,6 +376,9 @@ def spec_verify_command(
     click.echo(
         f"{len(resolved.records)} records apply to {device.arch} ({device.name or 'any GPU'}), {len(resolved.other_target)} are for other targets"
     )
+    if resolved.unchecked:
+        click.echo(_unchecked_text(resolved.unchecked))
+        raise click.ClickException("version ranges were not checked: name the versions to verify against")
     if model is None:
         return
     from dnnc.model_loader import parse_kwargs
@@ -396,6 +399,15 @@ def spec_verify_command(
         raise click.ClickException(f"{len(failed)} decisions cannot be carried out for {name}")
 
 
+def _unchecked_text(unchecked: Mapping[str, Sequence[Any]]) -> str:
+    """Which records' version ranges could not be checked, and the option that would."""
+    parts = [
+        f"{len(records)} records need {lib}, whose version is not known here (--{lib} VERSION)"
+        for lib, records in unchecked.items()
+    ]
+    return "not checked: " + "; ".join(parts)
+
+
 @spec_group.command("merge")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The merged library.")
@@ -409,9 +421,11 @@ def spec_merge_command(
     from dnnc.specs import parse_library, resolve
     from dnnc.specs.merge import overlaps, to_toml
 
-    resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton))
+    resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton), unknown_versions="keep")
     for warning in resolved.warnings:
         click.echo(f"warning: {warning}")
+    if resolved.unchecked:
+        click.echo(_unchecked_text(resolved.unchecked) + "; they are kept")
     found = overlaps(resolved.records)
     for overlap in found:
         click.echo(overlap.text())

@@ -8,7 +8,10 @@ in front of what the layers below gave, ``replace`` drops what they gave, and
 ``disable`` drops it and adds nothing. Within one layer, a library given earlier
 takes precedence over one given later. Records for another architecture or GPU
 are left out; records whose library-version range excludes the installed version
-are left out with a warning. For a group, the first record that matches decides.
+are left out with a warning (one per reason, with a count). A record that needs a
+library whose version is not known here (not installed, not named) is left out when
+specs are applied, and kept but listed as unchecked when a library is merged for a
+target (``unknown_versions="keep"``). For a group, the first record that matches decides.
 """
 
 from __future__ import annotations
@@ -43,13 +46,20 @@ class Resolved:
     warnings: list[str]
     other_target: list[Record]
     """Records for another architecture or GPU (reported, never applied)."""
+    unchecked: dict[str, list[Record]] = field(default_factory=dict)
+    """Kept records whose version range could not be checked, by the library whose
+    version is unknown here (only with ``unknown_versions="keep"``)."""
 
     def decide(self, facts: GroupFacts) -> Record | None:
         return next((r for r in self.records if r.matcher.matches(facts)), None)
 
 
-def resolve(libraries: Sequence[tuple[str, Library]], device: Device) -> Resolved:
-    """``libraries``: (the layer it was loaded as, the library), in the order given."""
+def resolve(libraries: Sequence[tuple[str, Library]], device: Device, unknown_versions: str = "skip") -> Resolved:
+    """``libraries``: (the layer it was loaded as, the library), in the order given.
+    ``unknown_versions``: ``skip`` or ``keep`` the records that need a library whose
+    version ``device`` does not know."""
+    if unknown_versions not in ("skip", "keep"):
+        raise ValueError(f"unknown_versions={unknown_versions!r}: expected skip or keep")
     for layer, _ in libraries:
         if layer not in LAYERS:
             raise ValueError(f"layer {layer!r}: expected one of {', '.join(LAYERS)}")
@@ -63,17 +73,32 @@ def resolve(libraries: Sequence[tuple[str, Library]], device: Device) -> Resolve
                 active = list(lib.records)
             else:
                 active = []
-    applicable, warnings, other = [], [], []
+    applicable: list[Record] = []
+    other: list[Record] = []
+    skipped: dict[str, list[Record]] = {}
+    unchecked: dict[str, list[Record]] = {}
     for record in active:
         if not _for_device(record, device):
             other.append(record)
             continue
+        unknown = [lib for lib in record.versions if lib not in device.versions]
+        if unknown and unknown_versions == "keep":
+            unchecked.setdefault(unknown[0], []).append(record)
+            applicable.append(record)
+            continue
         problem = _version_problem(record, device)
         if problem:
-            warnings.append(f"{record.source}: {record_label(record)} skipped: {problem}")
+            skipped.setdefault(problem, []).append(record)
             continue
         applicable.append(record)
-    return Resolved(applicable, warnings, other)
+    return Resolved(applicable, [_skipped_text(p, rs) for p, rs in skipped.items()], other, unchecked)
+
+
+def _skipped_text(problem: str, records: list[Record]) -> str:
+    first = records[0]
+    if len(records) == 1:
+        return f"{first.source}: {record_label(first)} skipped: {problem}"
+    return f"{len(records)} records skipped: {problem} (the first: {first.source}, {record_label(first)})"
 
 
 def _for_device(record: Record, device: Device) -> bool:

@@ -278,3 +278,50 @@ def test_spec_verify_refuses_an_unknown_architecture(tmp_path: Path) -> None:
     empty.mkdir()
     result = CliRunner().invoke(main, ["spec", "verify", str(empty), "--arch", "sm_90"])
     assert result.exit_code != 0 and "holds no *.toml file" in result.output
+
+
+VERSIONED = """\
+schema = 1
+[[record]]
+name = "a"
+match = { kind = "conv_bias_relu", dtype = ["f16"] }
+versions = { cudnn = ">=9.19,<9.20" }
+decision = { backend = "cudnn", engine = 3 }
+[[record]]
+name = "b"
+match = { kind = "conv_bias", dtype = ["f16"] }
+versions = { cudnn = ">=9.19,<9.20" }
+decision = { backend = "cudnn", engine = 4 }
+[[record]]
+name = "c"
+match = { kind = "layernorm" }
+decision = { backend = "triton", config = { BLOCK = 1024 } }
+"""
+
+
+def test_spec_tools_say_what_they_could_not_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without cuDNN here and without --cudnn: merge keeps the cuDNN records and says
+    their ranges were not checked (it used to drop them silently), verify fails naming
+    the option; records outside a named version are skipped with one warning per reason."""
+    from click.testing import CliRunner
+
+    import dnnc.version
+    from dnnc.cli import main
+
+    real = dnnc.version.library_versions
+    monkeypatch.setattr(dnnc.version, "library_versions", lambda: {**real(), "cudnn": None})
+    spec = tmp_path / "v.toml"
+    spec.write_text(VERSIONED)
+    out = tmp_path / "merged.toml"
+    merged = CliRunner().invoke(main, ["spec", "merge", str(spec), "-o", str(out), "--arch", "sm_90"])
+    assert merged.exit_code == 0, merged.output
+    assert "2 records need cudnn, whose version is not known here (--cudnn VERSION); they are kept" in merged.output
+    assert "wrote" in merged.output and "3 records" in merged.output
+    assert len(parse_library(out.read_text(), str(out)).records) == 3
+    verified = CliRunner().invoke(main, ["spec", "verify", str(spec), "--arch", "sm_90"])
+    assert verified.exit_code != 0 and "--cudnn VERSION" in verified.output and "not checked" in verified.output
+    older = CliRunner().invoke(main, ["spec", "verify", str(spec), "--arch", "sm_90", "--cudnn", "9.18.0"])
+    assert older.exit_code == 0, older.output
+    assert older.output.count("warning:") == 1
+    assert "2 records skipped: needs cudnn <9.20,>=9.19, installed 9.18.0" in older.output
+    assert "1 records apply to sm_90" in older.output
