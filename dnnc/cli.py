@@ -20,7 +20,7 @@ from rich.table import Table
 from dnnc import knobs
 from dnnc.errors import DnncError, PassError
 from dnnc.ir.params import ParamStore
-from dnnc.ir.program import Program, params_path_for
+from dnnc.ir.program import Program, params_path_for, read_ir_text
 from dnnc.ir.types import describe, element_of, shape_of, torch_dtype
 from dnnc.terminal import print_plain, printable
 
@@ -816,12 +816,13 @@ def opt_command(
     from dnnc.pipeline import run_passes
 
     if input_file == "-":
-        text, source = sys.stdin.read(), "<stdin>"
+        try:
+            text, source = sys.stdin.read(), "<stdin>"
+        except UnicodeDecodeError as e:
+            raise DnncError(f"the IR on standard input is not UTF-8 text (offset {e.start})") from None
     else:
         path = Path(input_file)
-        if not path.is_file():
-            raise DnncError(f"IR file {path} does not exist")
-        text, source = path.read_text(), str(path)
+        text, source = read_ir_text(path), str(path)
         if params_file is None and params_path_for(path).is_file():
             params_file = params_path_for(path)
     module = parse_ir(text, source)

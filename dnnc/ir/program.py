@@ -78,9 +78,7 @@ class Program:
     @classmethod
     def load(cls, ir_path: str | Path, params_path: str | Path | None = None) -> Program:
         ir_path = Path(ir_path)
-        if not ir_path.is_file():
-            raise IRError(f"IR file {ir_path} does not exist")
-        module = parse_ir(ir_path.read_text(), str(ir_path))
+        module = parse_ir(read_ir_text(ir_path), str(ir_path))
         params_path = Path(params_path) if params_path else params_path_for(ir_path)
         needs_params = any(isinstance(op, ParamOp) for op in module.walk())
         params = ParamStore.load(params_path) if needs_params or params_path.is_file() else ParamStore()
@@ -91,3 +89,16 @@ class Program:
 
 def params_path_for(ir_path: Path) -> Path:
     return ir_path.with_suffix(".safetensors")
+
+
+def read_ir_text(path: Path) -> str:
+    """The text of an IR file, or an IRError saying why there is none (missing, not
+    readable, not UTF-8)."""
+    if not path.is_file():
+        raise IRError(f"IR file {path} does not exist")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise IRError(f"IR file {path} cannot be read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise IRError(f"IR file {path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
