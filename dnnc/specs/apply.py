@@ -18,10 +18,12 @@ decided each group, so artifacts carry it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from dnnc.backends.interface import SPEC_CONFIG_ATTR
 from dnnc.partition.candidates import Candidate
 from dnnc.specs.facts import cudnn_prefixes, facts_of, first_match
 from dnnc.specs.format import Library, Record, load_library
-from dnnc.specs.library import Resolved, local_device, record_label, resolve
+from dnnc.specs.library import Device, Resolved, local_device, record_label, resolve
 
 
 @dataclass
@@ -89,15 +91,34 @@ def default_layer(lib: Library) -> str:
     return "arch" if any(r.target.arch for r in lib.records) else "generic"
 
 
+_TARGET: ContextVar[Device | None] = ContextVar("dnnc_spec_target", default=None)
+
+
+@contextlib.contextmanager
+def specs_for(device: Device) -> Iterator[None]:
+    """Resolve the specs for ``device`` (its architecture, GPU name and library
+    versions) instead of the GPU and libraries here: ``dnnc spec verify --model`` with
+    ``--arch`` / ``--cudnn`` checks the decisions that machine would take."""
+    token = _TARGET.set(device)
+    try:
+        yield
+    finally:
+        _TARGET.reset(token)
+
+
 def active() -> tuple[Resolved, str] | None:
-    """The resolved specs for the GPU here and a fingerprint of their text (None: no specs)."""
+    """The resolved specs for the GPU here (or the one ``specs_for`` names) and a
+    fingerprint of their text and that target (None: no specs)."""
     libraries = configured_libraries()
     if not libraries:
         return None
-    resolved = resolve(libraries, local_device(required=False))
+    target = _TARGET.get()
+    resolved = resolve(libraries, target or local_device(required=False))
     digest = hashlib.sha256()
     for layer, lib in libraries:
         digest.update(f"{layer}\0{lib.path}\0{lib.sha256}\0".encode())
+    if target is not None:
+        digest.update(repr((target.arch, target.name, sorted(target.versions.items()))).encode())
     return resolved, digest.hexdigest()
 
 

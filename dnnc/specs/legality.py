@@ -29,6 +29,9 @@ class Verdict:
     record: str
     ok: bool
     detail: str
+    on_gpu_only: bool = False
+    """Part of the check (building the engine, compiling the kernel) needs a GPU and
+    was left out here."""
 
     def text(self) -> str:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.site}  [{self.record}]: {self.detail}"
@@ -53,7 +56,8 @@ def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
         where = f"{facts.kind} {'x'.join(map(str, facts.shapes.get('input', ())))}"
         try:
             detail = _check_graph(op, on_gpu) if isinstance(op, cudnn.GraphOp) else _check_kernel(op, on_gpu)
-            verdicts.append(Verdict(where, source, True, detail))
+            partial = not on_gpu and not (isinstance(op, cudnn.GraphOp) and op.plan is None)
+            verdicts.append(Verdict(where, source, True, detail, partial))
         except Exception as e:  # every way a decision can fail is reported, not raised
             first = str(e).splitlines()[0] if str(e) else ""
             verdicts.append(Verdict(where, source, False, f"{type(e).__name__}: {first}"))

@@ -93,3 +93,33 @@ def test_the_shipped_library_can_be_carried_out_here(factory: str, args: dict, s
     with knobs.override(tuning_specs="", tuning_spec_defaults=True, measure=False):
         verdicts = check_decisions(fp16_program(factory, args), on_gpu=True)
     assert len(verdicts) >= site_count and all(v.ok for v in verdicts), [v.text() for v in verdicts if not v.ok]
+
+
+def test_verify_decides_for_the_cudnn_version_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record for a cuDNN range is checked against ``--cudnn``, not left out because
+    this machine has no cuDNN (it used to be: "1 of 1" where the model had 2)."""
+    import dnnc.version
+
+    real = dnnc.version.library_versions
+    monkeypatch.setattr(dnnc.version, "library_versions", lambda: {**real(), "cudnn": None})
+    spec = tmp_path / "spec.toml"
+    spec.write_text(GOOD.replace("engine = 0 }", 'engine = 0 }\nversions = { cudnn = ">=9.19,<9.20" }'))
+    factory = tmp_path / "block.py"
+    factory.write_text(
+        "import torch\nfrom tests.partition.test_partition_cpu import Block\n\n"
+        "def block_model():\n    torch.manual_seed(0)\n    return Block().eval(), (torch.randn(2, 3, 16, 16),)\n"
+    )
+    args = ["spec", "verify", str(spec), "--arch", "sm_90", "--model", f"{factory}:block_model", "--dtype", "f16"]
+    with knobs.override(cache_dir=tmp_path / "cache"):
+        given = CliRunner().invoke(main, [*args, "--cudnn", "9.19.0"])
+        assert given.exit_code == 0, given.output
+        assert "2 of 2 decisions can be carried out" in given.output
+        if not torch.cuda.is_available():
+            assert "(2 checked without building their engine or compiling their kernel: no GPU here)" in given.output
+        assert "(record 'residual conv')]: lowers to a cuDNN graph" in given.output
+        older = CliRunner().invoke(main, [*args, "--cudnn", "9.18.0"])
+        assert older.exit_code == 0, older.output
+        assert "record 'residual conv' skipped: needs cudnn <9.20,>=9.19, installed 9.18.0" in older.output
+        assert "(record 'residual conv')]" not in older.output, "the Triton record decides both convolutions there"
+        unknown = CliRunner().invoke(main, args)
+        assert unknown.exit_code != 0 and "--cudnn VERSION" in unknown.output
