@@ -341,6 +341,11 @@ def _spec_device(arch: str | None, gpu_name: str | None, cudnn: str | None, trit
 @click.option("--model", default=None, help="Also try each decision where it applies in this model (see below).")
 @click.option("--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable).")
 @click.option("--dtype", type=click.Choice(sorted(_DTYPES)), default=None, help="Cast the model and its float inputs first.")
+@click.option(
+    "--without-gpu",
+    is_flag=True,
+    help="With --model and no GPU here: accept decisions checked as far as lowering and code generation.",
+)
 @_spec_target
 @user_errors
 def spec_verify_command(
@@ -348,6 +353,7 @@ def spec_verify_command(
     model: str | None,
     factory_args: tuple[str, ...],
     dtype: str | None,
+    without_gpu: bool,
     arch: str | None,
     gpu_name: str | None,
     cudnn: str | None,
@@ -357,10 +363,11 @@ def spec_verify_command(
     every field, which records apply to the target, version ranges, overlaps.
 
     With --model, the model is also partitioned with these specs (auto, nothing
-    measured, for the GPU and libraries here) and lowered as a compile would, and each
-    group a record decided is tried: on a GPU its cuDNN engine and knobs must build for
-    that graph; a Triton config must suit its kernel and generate (and compile on a
-    GPU). Fails if one cannot be carried out."""
+    measured, for the target named or found here) and lowered as a compile would, and
+    each group a record decided is tried: on a GPU its cuDNN engine and knobs must build
+    for that graph; a Triton config must suit its kernel and generate (and compile on a
+    GPU). Fails if one cannot be carried out, and, without a GPU here, unless
+    --without-gpu accepts checks that stop before building engines and compiling."""
     from dnnc.specs import resolve
     from dnnc.specs.merge import overlaps
 
@@ -400,6 +407,10 @@ def spec_verify_command(
     click.echo(f"{name}: {len(verdicts) - len(failed)} of {len(verdicts)} decisions can be carried out{unchecked}")
     if failed:
         raise click.ClickException(f"{len(failed)} decisions cannot be carried out for {name}")
+    if partial and not without_gpu:
+        raise click.ClickException(
+            f"{partial} decisions were not fully checked (no GPU here): run on the target GPU, or accept with --without-gpu"
+        )
 
 
 def _unchecked_text(unchecked: Mapping[str, Sequence[Any]]) -> str:

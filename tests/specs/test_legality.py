@@ -68,8 +68,12 @@ def test_verify_with_a_model_fails_on_what_cannot_be_carried_out(tmp_path: Path)
     assert result.exit_code != 0, result.output
     assert "1 of 2 decisions can be carried out" in result.output and "1 decisions cannot be carried out" in result.output
     spec.write_text(GOOD)
-    result = CliRunner().invoke(main, [*args, "--dtype", "f16"])
+    result = CliRunner().invoke(main, [*args, "--dtype", "f16", "--without-gpu"])
     assert result.exit_code == 0 and "2 of 2 decisions can be carried out" in result.output
+    if not torch.cuda.is_available():
+        partial = CliRunner().invoke(main, [*args, "--dtype", "f16"])
+        assert partial.exit_code != 0, "asked to verify what it could not check here"
+        assert "2 decisions were not fully checked (no GPU here)" in partial.output and "--without-gpu" in partial.output
 
 
 @pytest.mark.gpu
@@ -109,7 +113,18 @@ def test_verify_decides_for_the_cudnn_version_it_is_given(tmp_path: Path, monkey
         "import torch\nfrom tests.partition.test_partition_cpu import Block\n\n"
         "def block_model():\n    torch.manual_seed(0)\n    return Block().eval(), (torch.randn(2, 3, 16, 16),)\n"
     )
-    args = ["spec", "verify", str(spec), "--arch", "sm_90", "--model", f"{factory}:block_model", "--dtype", "f16"]
+    args = [
+        "spec",
+        "verify",
+        str(spec),
+        "--arch",
+        "sm_90",
+        "--model",
+        f"{factory}:block_model",
+        "--dtype",
+        "f16",
+        "--without-gpu",
+    ]
     with knobs.override(cache_dir=tmp_path / "cache"):
         given = CliRunner().invoke(main, [*args, "--cudnn", "9.19.0"])
         assert given.exit_code == 0, given.output
