@@ -7,6 +7,10 @@
 # Steps (arguments, in order; default: all): tests gpu-tests bench
 #   tests      the whole suite (CPU and GPU tests), junit XML
 #   gpu-tests  only the tests marked gpu (extra pytest args via $PYTEST_ARGS)
+#   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (4) at a time:
+#              each compiles a whole network, and more at once starve Triton's
+#              autotuning of CPU
+#   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
@@ -48,7 +52,11 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     gpu-tests)
       # shellcheck disable=SC2086
-      python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      python3 -m pytest -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    zoo-gpu)
+      python3 -m pytest -n "${ZOO_TEST_WORKERS:-4}" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=0 \
+        tests/zoo 2>&1 | tee "$OUT/zoo-gpu.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     bench)
       python3 bench/compiler_speed.py --out "$OUT/compiler-speed.json" 2>&1 | tee "$OUT/compiler-speed.log" || status=1
