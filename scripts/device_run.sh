@@ -9,7 +9,8 @@
 #   gpu-tests  only the tests marked gpu (extra pytest args via $PYTEST_ARGS)
 #   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (4) at a time:
 #              each compiles a whole network, and more at once starve Triton's
-#              autotuning of CPU
+#              autotuning of CPU ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext": fifty
+#              whole-network compiles do not fit one 10-minute call)
 #   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
@@ -56,7 +57,7 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     zoo-gpu)
       python3 -m pytest -n "${ZOO_TEST_WORKERS:-4}" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=0 \
-        tests/zoo 2>&1 | tee "$OUT/zoo-gpu.log" | tail -60
+        ${PYTEST_ARGS:-tests/zoo} 2>&1 | tee "$OUT/zoo-gpu.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     bench)
       python3 bench/compiler_speed.py --out "$OUT/compiler-speed.json" 2>&1 | tee "$OUT/compiler-speed.log" || status=1
