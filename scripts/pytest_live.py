@@ -16,8 +16,18 @@ def _out() -> Path:
     return Path(os.environ.get("OUT", "/tmp"))
 
 
+_IS_XDIST_WORKER = False
+
+
+def pytest_configure(config: Any) -> None:
+    """An xdist worker's config carries ``workerinput``; the environment does not tell,
+    since a run started from inside another run's worker inherits its variables."""
+    global _IS_XDIST_WORKER
+    _IS_XDIST_WORKER = hasattr(config, "workerinput")
+
+
 def pytest_runtest_logreport(report: Any) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER") is None and _controller_of_workers(report):
+    if not _IS_XDIST_WORKER and _controller_of_workers(report):
         return
     if report.when != "call" and not (report.failed or report.skipped):
         return
