@@ -17,8 +17,8 @@ from dnnc import knobs
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import ArtifactError, DnncError, InputError
 from dnnc.ir.program import Program
-from dnnc.log import say_once
 from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
+from dnnc.runtime.device import resolve_device
 from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
 from dnnc.version import __version__
 
@@ -156,24 +156,6 @@ def _spec_text(spec: Any) -> str | None:
 
 def _spec_from_text(text: str | None) -> Any:
     return None if text is None else pytree.treespec_loads(text)
-
-
-def resolve_device(device: str | None) -> str:
-    """Where the program runs: ``auto`` takes the GPU when there is one and says
-    once when it runs on the CPU reference backend instead."""
-    device = device or knobs.get().device
-    if device == "cpu":
-        return "cpu"
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise DnncError("device='cuda' but torch sees no CUDA GPU; use device='cpu' (the reference backend)")
-        return "cuda"
-    if device != "auto":
-        raise DnncError(f"unknown device {device!r}: expected 'auto', 'cpu' or 'cuda'")
-    if torch.cuda.is_available():
-        return "cuda"
-    say_once("dnnc: no GPU found; running on the CPU reference backend")
-    return "cpu"
 
 
 def compile(  # noqa: A001 - the public name users expect

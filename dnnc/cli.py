@@ -389,9 +389,9 @@ def spec_verify_command(
     if model is None:
         return
     from dnnc.model_loader import parse_kwargs
+    from dnnc.partition.spec_apply import only_specs, specs_for
     from dnnc.pipeline import to_canonical_tcp
-    from dnnc.specs.apply import only_specs, specs_for
-    from dnnc.specs.legality import check_decisions
+    from dnnc.tuning.legality import check_decisions
 
     module, inputs, name = _load(model, parse_kwargs(factory_args), dtype)
     program = to_canonical_tcp(module.eval(), inputs)
@@ -482,9 +482,9 @@ def spec_show_command(
     """Which record applies to each group of MODEL, and which records are shadowed
     (they match, but an earlier record always wins) or unused (they match nothing)."""
     from dnnc.model_loader import parse_kwargs
+    from dnnc.partition.spec_facts import first_match, sites
     from dnnc.pipeline import to_canonical_tcp
     from dnnc.specs import resolve
-    from dnnc.specs.facts import first_match, sites
     from dnnc.specs.library import record_label
 
     module, inputs, _ = _load(model, parse_kwargs(factory_args), dtype)
@@ -541,7 +541,7 @@ def tune_command(
 
     from dnnc.model_loader import parse_kwargs
     from dnnc.runtime.bench import bench
-    from dnnc.specs import tune as tuning
+    from dnnc.tuning import tune as tuning
 
     kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
     module, inputs, name = _load(model, kwargs, dtype)
@@ -826,8 +826,7 @@ def opt_command(
 ) -> None:
     """Run passes over textual IR (like mlir-opt): read, transform, print."""
     from dnnc.ir.text import parse_ir, print_ir
-    from dnnc.passes import ParamPass, parse_passes
-    from dnnc.pipeline import run_passes
+    from dnnc.passes import ParamPass, parse_passes, run_passes
 
     if input_file == "-":
         try:

@@ -1,12 +1,6 @@
-"""The compiler's stages as short lists of named passes.
-
-    torch.export ──► imported ──► canonical
-                                  (fold-batchnorm, simplify-shapes, fold-params,
-                                   simplify-shapes, raise-ops, fold-attention-masks, dce)
-
-Every stage can be dumped (knob ``dump_dir``) and is verified after each pass.
-Later stages (layouts, grouping, lowering) append here.
-"""
+"""The compiler's stages run in order: export, import, canonical tcp, the GPU form
+(``passes.stages`` names the passes of each), with every stage timed, counted and
+dumped (knob ``dump_dir``) and verified after each pass."""
 
 from __future__ import annotations
 
@@ -19,44 +13,18 @@ from typing import Any
 
 import torch
 from torch.export import ExportedProgram
-from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import VerifyException
 
 from dnnc import knobs
 from dnnc.backends.cudnn import has_cudnn_frontend
-from dnnc.errors import DnncError, PassError
+from dnnc.errors import DnncError
 from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
-from dnnc.ir.context import make_context
 from dnnc.ir.program import Program
 from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
-from dnnc.passes import ParamPass, parse_passes
+from dnnc.passes import run_passes
+from dnnc.passes.stages import CANONICALIZE, CUDNN_STAGE, PARTITIONED, STAGES
 
-CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,fold-attention-masks,dce"
-"""Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
-written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
-CUDNN_STAGE = "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
-"""Outline cuDNN graphs, make convolutions channels-last (weights transposed, and
-channel-padded where tensor cores need it, once, here: hence the growth allowed
-to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
-
-PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
-"""After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
-cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
-
-STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
-"""Programs imported from StableHLO keep the framework's layout changes around every
-convolution: they are moved past the elementwise code and cancelled first; ops the
-framework wrote out in steps (softmax) are raised back to one tcp op."""
-
-STAGES: dict[str, str] = {
-    "canonical": CANONICALIZE,
-    "canonical-stablehlo": STABLEHLO_CANONICALIZE,
-    "gpu-cudnn-attention": "cudnn-attention",
-    "gpu-cudnn": CUDNN_STAGE,
-    "gpu-triton": "triton-fuse,dce",
-    **{f"gpu-partition-{p}": f"partition{{policy={p}}},{PARTITIONED}" for p in ("auto", "cudnn-only", "triton-only")},
-}
+__all__ = ["CANONICALIZE", "CUDNN_STAGE", "PARTITIONED", "STAGES", "run_passes"]
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
@@ -119,23 +87,6 @@ def count_ops(program: Program) -> int:
     return sum(1 for op in program.entry.body.walk()) - 1  # not the terminator
 
 
-def run_passes(program: Program, passes: Sequence[ModulePass], verify_each: bool | None = None) -> None:
-    """Apply passes in order; with verification on, a pass that breaks the IR is named."""
-    verify_each = knobs.get().verify_each_pass if verify_each is None else verify_each
-    ctx = make_context()
-    for p in passes:
-        if isinstance(p, ParamPass):
-            p.apply_with_params(ctx, program.module, program.params)
-        else:
-            p.apply(ctx, program.module)
-        if verify_each:
-            try:
-                program.module.verify()
-            except VerifyException as e:
-                raise PassError(f"pass {p.name} produced invalid IR: {e}") from None
-    program.prune_params()
-
-
 def dump(program: Program, stage: str) -> None:
     directory = knobs.get().dump_dir
     if directory is not None:
@@ -145,7 +96,7 @@ def dump(program: Program, stage: str) -> None:
 
 def run_stage(program: Program, stage: str, report: CompileReport | None = None) -> None:
     started = time.perf_counter()
-    run_passes(program, parse_passes(STAGES[stage]))
+    run_passes(program, STAGES[stage])
     if report is not None:
         report.add(stage, started, program)
     dump(program, stage)

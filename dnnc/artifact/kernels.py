@@ -35,6 +35,9 @@ log = logging.getLogger("dnnc.artifact")
 
 _SOURCE_FIELDS = ("kind", "name", "text", "signature", "grid", "options")
 
+EXTERN_PREFIX = "kernels/extern/"
+"""Where a user kernel's compiled objects are stored in an artifact, per kernel and target."""
+
 
 class ArtifactWarning(UserWarning):
     """An artifact that loads, but not exactly as it was built (other version or GPU)."""
@@ -62,7 +65,6 @@ def embed_user_kernels(program: Any, steps: list[Any]) -> tuple[Any, dict[str, b
     source or prebuilt), so loading builds nothing. The compiled program is left as is."""
     from dataclasses import replace
 
-    from dnnc.artifact.store import EXTERN_PREFIX
     from dnnc.ir.program import Program
 
     loaded = {s.op.kernel_name: s.kernel.loaded for s in steps if isinstance(s.op, extern.DispatchOp) and s.kernel is not None}

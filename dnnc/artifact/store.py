@@ -21,7 +21,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from dnnc.artifact.archive import MANIFEST, Archive, check_name, sha256, write_archive
-from dnnc.artifact.kernels import parse_triton_records
+from dnnc.artifact.kernels import EXTERN_PREFIX, parse_triton_records
 from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
 from dnnc.errors import ArtifactError, DnncError
 from dnnc.ir.params import ParamStore
@@ -36,7 +36,6 @@ METADATA = "metadata.json"
 REQUIRED = (PROGRAM, PARAMS, METADATA)
 
 
-EXTERN_PREFIX = "kernels/extern/"
 _EXTERN_MEMBER = re.compile(r"^kernels/extern/[^/]+/[^/]+$")
 
 

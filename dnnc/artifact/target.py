@@ -11,14 +11,13 @@ from dnnc import knobs
 from dnnc.artifact.kernels import ArtifactWarning
 from dnnc.errors import ArtifactError
 from dnnc.log import say_once
+from dnnc.runtime import device as runtime_device_choice
 
 
 def runtime_device(target: str, requested: str | None, source: Path) -> str:
     """``cpu`` or ``cuda``. A ``cpu`` artifact holds canonical IR for the reference backend
     and is refused on a GPU; a GPU artifact runs on the reference backend where there is
     no GPU, and on a GPU of another architecture after rebuilding its kernels (warned)."""
-    from dnnc.api import resolve_device
-
     requested = requested or knobs.get().device
     if requested not in ("auto", "cpu", "cuda"):
         raise ArtifactError(f"unknown device {requested!r}: expected 'auto', 'cpu' or 'cuda'")
@@ -29,7 +28,7 @@ def runtime_device(target: str, requested: str | None, source: Path) -> str:
                 "compile the model with --device cuda"
             )
         return "cpu"
-    device = resolve_device(requested)
+    device = runtime_device_choice.resolve_device(requested)
     if device == "cpu":
         say_once(f"dnnc: artifact {source} was compiled for {target}; running it on the CPU reference backend")
         return "cpu"

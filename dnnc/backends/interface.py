@@ -37,7 +37,7 @@ SPEC_CONFIG_ATTR = "dnnc.triton_config"
 (used as is, not tuned)."""
 SITE_ATTR = "dnnc.site"
 """What a tuning spec would match at a cuDNN-rootable op, and the decision-record group
-that runs it (JSON, ``specs.facts.site_json``): on an outlined cuDNN group (carried to its
+that runs it (JSON, ``partition.spec_facts.site_json``): on an outlined cuDNN group (carried to its
 ``cudnn.graph``) or on the root op inside a Triton group. ``dnnc tune`` reads it back
 from the built program to write records."""
 

@@ -51,14 +51,14 @@ ops -> the copy's, the copy's parameters)."""
 def contender_program(module: ModuleOp, params: ParamStore, build: Build) -> Program:
     """A copy of ``module`` after ``build`` and the partitioned stages (the module
     itself is left as it was)."""
-    from dnnc.passes import parse_passes
-    from dnnc.pipeline import PARTITIONED, run_passes
+    from dnnc.passes import run_passes
+    from dnnc.passes.stages import PARTITIONED
 
     copy = module.clone()
     store = ParamStore(params)
     build(copy, dict(zip(module.walk(), copy.walk())), store)
     program = Program(copy, store)
-    run_passes(program, parse_passes(PARTITIONED))
+    run_passes(program, PARTITIONED)
     return program
 
 
@@ -68,7 +68,7 @@ def program_ms(module: ModuleOp, params: ParamStore, build: Build) -> float | No
 
     from dnnc.runtime.gpu_executor import GpuExecutor
     from dnnc.runtime.profile import random_inputs
-    from dnnc.runtime.timing import device_time_ms
+    from dnnc.timing import device_time_ms
 
     try:
         executor = GpuExecutor(contender_program(module, params, build), torch.device("cuda"))

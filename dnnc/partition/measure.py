@@ -42,8 +42,8 @@ class NotLowered(DnncError):
 
 def lower_alone(candidate: Candidate, params: Any) -> Program:
     """The candidate as its own program, lowered for its backend."""
-    from dnnc.passes import parse_passes
-    from dnnc.pipeline import PARTITIONED, STAGES, run_passes
+    from dnnc.passes import run_passes
+    from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
 
     program = extract(candidate.ops, params)
     nodes = graph_nodes(program.entry.body.block)
@@ -54,8 +54,8 @@ def lower_alone(candidate: Candidate, params: Any) -> Program:
             op.attributes[PART_ATTR] = int_attr(0)
     else:
         return program
-    stage = PARTITIONED if candidate.backend == "cudnn" else STAGES["gpu-triton"]  # as in the whole program
-    run_passes(program, parse_passes(stage))
+    stage = PARTITIONED if candidate.backend == "cudnn" else TRITON_STAGE  # as in the whole program
+    run_passes(program, stage)
     if candidate.backend == "cudnn" and not any(isinstance(op, cudnn_dialect.GraphOp) for op in program.entry.body.block.ops):
         raise NotLowered("lower-cudnn kept the group in tcp (see the dnnc.cudnn log)")
     return program
@@ -107,7 +107,7 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
     ``program``: the candidate lowered alone; ``text``: its extracted text (the cache key)."""
     from dnnc.runtime.gpu_executor import GpuExecutor
     from dnnc.runtime.profile import random_inputs, step_buffers
-    from dnnc.runtime.timing import device_time_ms
+    from dnnc.timing import device_time_ms
 
     executor = GpuExecutor(program, device)
     if executor.fallbacks:

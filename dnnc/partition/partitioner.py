@@ -34,6 +34,7 @@ from dnnc import knobs
 from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
+from dnnc.ir.rewriting import ParamPass
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
 from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
@@ -41,10 +42,9 @@ from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
 from dnnc.partition.pricing import PricingReport, Times, measure, price, recost, should_measure
 from dnnc.partition.realize import realize
-from dnnc.passes.base import ParamPass
-from dnnc.specs.apply import active as active_specs
-from dnnc.specs.apply import apply_specs, mark_configs
-from dnnc.specs.facts import cudnn_roots, mark_sites
+from dnnc.partition.spec_apply import active as active_specs
+from dnnc.partition.spec_apply import apply_specs, mark_configs
+from dnnc.partition.spec_facts import cudnn_roots, mark_sites
 
 log = logging.getLogger("dnnc.partition")
 

@@ -1,45 +1,60 @@
-"""dnnc's passes, one per file, and the registry that names them."""
+"""dnnc's passes by name, and the runner that applies a pipeline of them.
+
+The registry maps a name to where its class lives and imports it when a pipeline
+names it: naming a pass is not a dependency, so this package imports none of the
+stages whose passes it lists (the backends' lowering passes, the partitioner)."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.exceptions import ArgSpecParseError, VerifyException
 
-from dnnc.backends.cudnn.attention import CudnnAttention
-from dnnc.backends.cudnn.grouping import CudnnGroup
-from dnnc.backends.cudnn.layouts import AssignLayouts
-from dnnc.backends.cudnn.lowering import LowerCudnn
-from dnnc.backends.triton.fusion import TritonFuse
+from dnnc import knobs
 from dnnc.errors import PassError
-from dnnc.partition.partitioner import Partition
-from dnnc.passes.attention_masks import FoldAttentionMasks
-from dnnc.passes.base import ParamPass, PatternPass
-from dnnc.passes.dce import DeadCodeElimination
-from dnnc.passes.fold_batchnorm import FoldBatchNorm
-from dnnc.passes.fold_params import FoldParams
-from dnnc.passes.raise_ops import RaiseOps
-from dnnc.passes.simplify_shapes import SimplifyShapes
-from dnnc.passes.sink_transposes import SinkTransposes
+from dnnc.ir.context import make_context
+from dnnc.ir.rewriting import ParamPass
 
-PASSES: dict[str, type[ModulePass]] = {
-    p.name: p
-    for p in (
-        FoldBatchNorm,
-        SimplifyShapes,
-        SinkTransposes,
-        RaiseOps,
-        FoldParams,
-        FoldAttentionMasks,
-        DeadCodeElimination,
-        CudnnAttention,
-        CudnnGroup,
-        AssignLayouts,
-        LowerCudnn,
-        TritonFuse,
-        Partition,
-    )
+if TYPE_CHECKING:
+    from dnnc.ir.program import Program
+
+_WHERE: dict[str, str] = {
+    "fold-batchnorm": "dnnc.passes.fold_batchnorm:FoldBatchNorm",
+    "simplify-shapes": "dnnc.passes.simplify_shapes:SimplifyShapes",
+    "sink-transposes": "dnnc.passes.sink_transposes:SinkTransposes",
+    "raise-ops": "dnnc.passes.raise_ops:RaiseOps",
+    "fold-params": "dnnc.passes.fold_params:FoldParams",
+    "fold-attention-masks": "dnnc.passes.attention_masks:FoldAttentionMasks",
+    "dce": "dnnc.passes.dce:DeadCodeElimination",
+    "cudnn-attention": "dnnc.backends.cudnn.attention:CudnnAttention",
+    "cudnn-group": "dnnc.backends.cudnn.grouping:CudnnGroup",
+    "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",
+    "lower-cudnn": "dnnc.backends.cudnn.lowering:LowerCudnn",
+    "triton-fuse": "dnnc.backends.triton.fusion:TritonFuse",
+    "partition": "dnnc.partition.partitioner:Partition",
 }
+
+
+class _Registry(Mapping[str, type[ModulePass]]):
+    """Name -> pass class, each class imported on first lookup."""
+
+    def __getitem__(self, name: str) -> type[ModulePass]:
+        module, attr = _WHERE[name].split(":")
+        cls: type[ModulePass] = getattr(importlib.import_module(module), attr)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+
+PASSES: Mapping[str, type[ModulePass]] = _Registry()
 
 
 def parse_passes(spec: str) -> list[ModulePass]:
@@ -50,26 +65,33 @@ def parse_passes(spec: str) -> list[ModulePass]:
     except ArgSpecParseError as e:  # derives from BaseException, so name it
         raise PassError(f"cannot parse pass pipeline {spec!r}: {e}") from None
     for s in specs:
-        cls = PASSES.get(s.name)
-        if cls is None:
+        if s.name not in PASSES:
             raise PassError(f"unknown pass {s.name!r}; known passes: {', '.join(sorted(PASSES))}")
         try:
-            passes.append(cls.from_spec(s))
+            passes.append(PASSES[s.name].from_spec(s))
         except (ArgSpecParseError, ValueError, TypeError) as e:
             raise PassError(f"bad options for pass {s.name!r}: {e}") from None
     return passes
 
 
-__all__ = [
-    "PASSES",
-    "DeadCodeElimination",
-    "FoldAttentionMasks",
-    "FoldBatchNorm",
-    "FoldParams",
-    "ParamPass",
-    "PatternPass",
-    "RaiseOps",
-    "SimplifyShapes",
-    "SinkTransposes",
-    "parse_passes",
-]
+def run_passes(program: Program, passes: Sequence[ModulePass] | str, verify_each: bool | None = None) -> None:
+    """Apply passes (or a pipeline's text) in order; with verification on, a pass that
+    breaks the IR is named."""
+    if isinstance(passes, str):
+        passes = parse_passes(passes)
+    verify_each = knobs.get().verify_each_pass if verify_each is None else verify_each
+    ctx = make_context()
+    for p in passes:
+        if isinstance(p, ParamPass):
+            p.apply_with_params(ctx, program.module, program.params)
+        else:
+            p.apply(ctx, program.module)
+        if verify_each:
+            try:
+                program.module.verify()
+            except VerifyException as e:
+                raise PassError(f"pass {p.name} produced invalid IR: {e}") from None
+    program.prune_params()
+
+
+__all__ = ["PASSES", "ParamPass", "parse_passes", "run_passes"]

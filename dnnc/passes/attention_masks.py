@@ -31,8 +31,8 @@ from dnnc.ir import tcp
 from dnnc.ir.analysis import is_compile_time
 from dnnc.ir.attrs import bool_attr, scalar
 from dnnc.ir.params import ParamStore
+from dnnc.ir.rewriting import ParamPass
 from dnnc.ir.types import numel, shape_of
-from dnnc.passes.base import ParamPass
 from dnnc.passes.compile_time import evaluate_value
 
 EXCLUDED_AT_OR_BELOW = -1e30

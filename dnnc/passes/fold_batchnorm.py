@@ -19,8 +19,8 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from dnnc.ir import tcp
 from dnnc.ir.analysis import has_one_use, is_compile_time
 from dnnc.ir.builder import TcpBuilder
+from dnnc.ir.rewriting import PatternPass
 from dnnc.ir.types import element_of, shape_of
-from dnnc.passes.base import PatternPass
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from dnnc.errors import PassError
 from dnnc.ir import tcp
 from dnnc.ir.analysis import compile_time_values
 from dnnc.ir.params import ParamStore
+from dnnc.ir.rewriting import ParamPass
 from dnnc.ir.types import element_of, numel, torch_dtype
-from dnnc.passes.base import ParamPass
 from dnnc.passes.compile_time import evaluate_value
 
 

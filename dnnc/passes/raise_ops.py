@@ -25,8 +25,8 @@ from dnnc.ir import tcp
 from dnnc.ir.analysis import splat_value
 from dnnc.ir.attrs import float_attr, int_attr, ints, scalar
 from dnnc.ir.builder import TcpBuilder
+from dnnc.ir.rewriting import PatternPass
 from dnnc.ir.types import element_of, shape_of
-from dnnc.passes.base import PatternPass
 
 
 def _broadcast_back(value: SSAValue, reduced: type[tcp.ReduceOp]) -> tcp.ReduceOp | None:

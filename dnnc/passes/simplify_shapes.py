@@ -13,8 +13,8 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from dnnc.ir import tcp
 from dnnc.ir.attrs import i64_array, ints
+from dnnc.ir.rewriting import PatternPass
 from dnnc.ir.types import shape_of
-from dnnc.passes.base import PatternPass
 
 
 def _forward(rewriter: PatternRewriter, op: tcp.TcpOp, value: SSAValue) -> None:

@@ -24,8 +24,8 @@ from xdsl.rewriter import InsertPoint
 from dnnc.ir import tcp
 from dnnc.ir.analysis import inverse_permutation, is_compile_time
 from dnnc.ir.attrs import i64_array, ints
+from dnnc.ir.rewriting import PatternPass
 from dnnc.ir.types import as_tensor_type, tensor_type
-from dnnc.passes.base import PatternPass
 
 
 class SinkThroughElementwise(RewritePattern):

@@ -229,10 +229,10 @@ def test_gpu_artifact_runs_on_the_reference_backend_without_a_gpu(tmp_path: Path
 
 
 def test_other_gpu_arch_warns_and_rebuilds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from dnnc import api
     from dnnc.artifact.target import runtime_device
+    from dnnc.runtime import device
 
-    monkeypatch.setattr(api, "resolve_device", lambda requested: "cuda")
+    monkeypatch.setattr(device, "resolve_device", lambda requested: "cuda")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))
     with pytest.warns(ArtifactWarning, match="built for sm_90, this GPU is sm_80: Triton kernels are compiled for sm_80"):
         assert runtime_device("sm_90", "auto", tmp_path / "m.dnnc") == "cuda"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dnnc.runtime import timing
+from dnnc import timing
 
 pytestmark = pytest.mark.gpu
 

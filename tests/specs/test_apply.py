@@ -137,8 +137,8 @@ def test_contest_key_changes_with_the_specs() -> None:
 
 
 def test_shipped_libraries_take_the_lowest_layers(tmp_path: Path) -> None:
+    from dnnc.partition.spec_apply import configured_libraries
     from dnnc.specs import resolve
-    from dnnc.specs.apply import configured_libraries
     from dnnc.specs.library import Device
 
     shipped = tmp_path / "defaults"

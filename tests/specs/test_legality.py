@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from dnnc import knobs
 from dnnc.cli import main
-from dnnc.specs.legality import check_decisions
+from dnnc.tuning.legality import check_decisions
 from tests.partition.test_partition_cpu import block_program
 from tests.specs.benchmarked import each_benchmarked_model, fp16_program
 

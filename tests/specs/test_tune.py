@@ -25,7 +25,7 @@ from dnnc.passes import parse_passes
 from dnnc.pipeline import PARTITIONED, run_passes
 from dnnc.specs.format import Decision, Target, load_library
 from dnnc.specs.match import GroupFacts
-from dnnc.specs.tune import (
+from dnnc.tuning.tune import (
     BuiltSite,
     built_sites,
     compare_groups,
@@ -45,7 +45,7 @@ VERSIONS = {"cudnn": "9.19.0", "triton": "3.6.0"}
 def own_cache(tmp_path: Path, monkeypatch):
     """An empty cache, no shipped specs, and this machine taken for an H100 with the
     library versions the records were tuned with."""
-    from dnnc.specs import apply
+    from dnnc.partition import spec_apply as apply
     from dnnc.specs.library import Device
 
     monkeypatch.setattr(apply, "local_device", lambda required=False: Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))
@@ -233,7 +233,7 @@ SHIPPED_SM90 = {
 
 
 def _shipped_sm90() -> list:
-    from dnnc.specs.apply import DEFAULTS, default_layer
+    from dnnc.partition.spec_apply import DEFAULTS, default_layer
 
     return [(default_layer(lib), lib) for lib in load_library(DEFAULTS)]
 
@@ -258,8 +258,8 @@ def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
 def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict, site_count: int) -> None:
     """One record applies at every cuDNN-rootable group of each fp16 model the
     benchmark suite compiles on sm_90, so those compiles measure nothing."""
+    from dnnc.partition.spec_facts import first_match, sites
     from dnnc.specs import resolve
-    from dnnc.specs.facts import first_match, sites
     from dnnc.specs.library import Device
 
     resolved = resolve(_shipped_sm90(), Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from dnnc import knobs
-from dnnc.specs import tune as tuning
 from dnnc.specs.format import load_library
+from dnnc.tuning import tune as tuning
 from tests.partition.test_partition_cpu import Block
 
 pytestmark = pytest.mark.gpu

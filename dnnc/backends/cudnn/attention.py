@@ -38,8 +38,8 @@ from dnnc.ir.analysis import has_one_use
 from dnnc.ir.attrs import float_attr, i64_array, scalar
 from dnnc.ir.outline import capture_transposed, outline
 from dnnc.ir.params import ParamStore
+from dnnc.ir.rewriting import ParamPass
 from dnnc.ir.types import element_of, shape_of
-from dnnc.passes.base import ParamPass
 
 SCALE_ATTR = "scale"
 

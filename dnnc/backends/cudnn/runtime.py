@@ -35,7 +35,7 @@ from dnnc.errors import BackendUnavailable, DnncError
 from dnnc.ir import cudnn as dialect
 from dnnc.ir.attrs import ints, scalar, str_attr
 from dnnc.ir.types import element_of, shape_of, torch_dtype
-from dnnc.runtime.timing import device_time_ms
+from dnnc.timing import device_time_ms
 from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.cudnn")

@@ -27,7 +27,7 @@ from dnnc.errors import InputError
 from dnnc.ir import tcp
 from dnnc.ir.text import print_ir
 from dnnc.ir.types import shape_of, torch_dtype
-from dnnc.runtime.timing import device_time_ms
+from dnnc.timing import device_time_ms
 
 _choices = ContentCache("triton-tune")
 

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from xdsl.ir import SSAValue
 
-from dnnc.frontend.stablehlo.importer import Importer
 from dnnc.ir import tcp
 from dnnc.ir.analysis import inverse_permutation, splat_value
 from dnnc.ir.attrs import float_attr, i64_array, int_attr, str_attr
 from dnnc.ir.types import element_of, is_float, shape_of, tensor_type, torch_dtype
 
-Rule = Callable[[Importer, Any, list[SSAValue]], list[SSAValue]]
+if TYPE_CHECKING:
+    from dnnc.frontend.stablehlo.importer import Importer
+
+Rule = Callable[["Importer", Any, list[SSAValue]], list[SSAValue]]
 RULES: dict[str, Rule] = {}
 
 

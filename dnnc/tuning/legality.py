@@ -20,7 +20,7 @@ from typing import Any
 
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
-from dnnc.specs.facts import marked_sites
+from dnnc.partition.spec_facts import marked_sites
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,12 @@ def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
     name and lower it; one verdict per group a record decided, in program order."""
     from dnnc.partition import DECISIONS_ATTR
     from dnnc.partition.partitioner import Partition
-    from dnnc.passes import parse_passes
-    from dnnc.pipeline import PARTITIONED, run_passes
+    from dnnc.passes import run_passes
+    from dnnc.passes.stages import PARTITIONED
 
     run_passes(program, [Partition(policy="auto", backends=("cudnn", "triton"))])
     groups = json.loads(program.entry.attributes[DECISIONS_ATTR].data).get("groups", [])  # type: ignore[attr-defined]
-    run_passes(program, parse_passes(PARTITIONED))
+    run_passes(program, PARTITIONED)
     verdicts = []
     for op, facts, number in marked_sites(program):
         source = groups[number].get("spec") if number < len(groups) else None

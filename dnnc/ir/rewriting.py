@@ -1,4 +1,5 @@
-"""What dnnc's passes share: passes that need parameter values, and pattern passes."""
+"""What dnnc's passes share, in every stage (canonical, backend lowering, partition): passes
+that need parameter values, and pattern passes."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from xdsl.ir import Operation
 from dnnc import knobs
 from dnnc.backends.interface import SPEC_CONFIG_ATTR
 from dnnc.partition.candidates import Candidate
-from dnnc.specs.facts import cudnn_prefixes, facts_of, first_match
+from dnnc.partition.spec_facts import cudnn_prefixes, facts_of, first_match
 from dnnc.specs.format import Library, Record, load_library
 from dnnc.specs.library import Device, Resolved, local_device, record_label, resolve
 
@@ -58,7 +58,7 @@ class Applied:
         return None
 
 
-DEFAULTS = Path(__file__).with_name("defaults")
+DEFAULTS = Path(__file__).parents[1] / "specs" / "defaults"
 """The libraries shipped with dnnc (see its README)."""
 
 

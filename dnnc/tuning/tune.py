@@ -26,8 +26,8 @@ from xdsl.ir import Operation
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn
 from dnnc.ir.program import Program
-from dnnc.specs.apply import only_specs
-from dnnc.specs.facts import marked_sites
+from dnnc.partition.spec_apply import only_specs
+from dnnc.partition.spec_facts import marked_sites
 from dnnc.specs.format import Decision, Record, Target
 from dnnc.specs.match import GroupFacts, parse_matcher
 from dnnc.specs.write import library_toml

@@ -1,0 +1,41 @@
+"""The compiler's stages as pipelines of named passes (text only: naming a pass
+imports nothing).
+
+    torch.export ──► imported ──► canonical
+                                  (fold-batchnorm, simplify-shapes, fold-params,
+                                   simplify-shapes, raise-ops, fold-attention-masks, dce)
+                  ──► GPU form: greedy (each backend's stage in turn) or
+                                partition{policy} then PARTITIONED
+"""
+
+from __future__ import annotations
+
+CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,fold-attention-masks,dce"
+"""Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
+written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
+
+CUDNN_STAGE = "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
+"""Outline cuDNN graphs, make convolutions channels-last (weights transposed, and
+channel-padded where tensor cores need it, once, here: hence the growth allowed
+to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
+
+TRITON_STAGE = "triton-fuse,dce"
+"""Every tcp op left becomes part of a generated Triton kernel."""
+
+PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
+"""After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
+cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
+
+STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
+"""Programs imported from StableHLO keep the framework's layout changes around every
+convolution: they are moved past the elementwise code and cancelled first; ops the
+framework wrote out in steps (softmax) are raised back to one tcp op."""
+
+STAGES: dict[str, str] = {
+    "canonical": CANONICALIZE,
+    "canonical-stablehlo": STABLEHLO_CANONICALIZE,
+    "gpu-cudnn-attention": "cudnn-attention",
+    "gpu-cudnn": CUDNN_STAGE,
+    "gpu-triton": TRITON_STAGE,
+    **{f"gpu-partition-{p}": f"partition{{policy={p}}},{PARTITIONED}" for p in ("auto", "cudnn-only", "triton-only")},
+}
