@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from dnnc.api import CompiledModule, compile_program
+from dnnc.api import compile_program
+from dnnc.compiled import CompiledModule
 from dnnc.errors import InputError
 from dnnc.frontend.stablehlo import import_module
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,9 @@ from dnnc.log import say_once
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import run_passes
 from dnnc.passes.stages import CANONICALIZE, CUDNN_STAGE, PARTITIONED, STAGES
+from dnnc.report import CompileReport, count_ops
 
-__all__ = ["CANONICALIZE", "CUDNN_STAGE", "PARTITIONED", "STAGES", "run_passes"]
+__all__ = ["CANONICALIZE", "CUDNN_STAGE", "PARTITIONED", "STAGES", "CompileReport", "count_ops", "run_passes"]
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
@@ -65,26 +65,6 @@ def lower_for_gpu(program: Program, report: CompileReport | None = None, backend
     record = program.entry.attributes.pop(DECISIONS_ATTR, None)
     if record is not None:
         program.metadata["decisions"] = json.loads(record.data)  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    name: str
-    seconds: float
-    ops: int
-
-
-@dataclass
-class CompileReport:
-    stages: list[StageRecord] = field(default_factory=list)
-
-    def add(self, name: str, started: float, program: Program | None) -> None:
-        ops = count_ops(program) if program is not None else 0
-        self.stages.append(StageRecord(name, time.perf_counter() - started, ops))
-
-
-def count_ops(program: Program) -> int:
-    return sum(1 for op in program.entry.body.walk()) - 1  # not the terminator
 
 
 def dump(program: Program, stage: str) -> None:

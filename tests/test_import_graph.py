@@ -123,3 +123,30 @@ def test_stages_import_one_way() -> None:
 def test_the_checker_finds_a_circle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+COMPILER = ("frontend", "pipeline", "partition", "passes", "specs", "tuning", "cli", "api")
+
+
+def test_loading_an_artifact_imports_no_part_of_the_compiler(tmp_path: Path) -> None:
+    """A process that loads and runs an artifact pays for the runtime only."""
+    import subprocess
+    import sys
+
+    import torch
+
+    import dnnc
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    path = dnnc.compile(model, (torch.randn(2, 8),), device="cpu").save(tmp_path / "m.dnnc")
+    script = (
+        "import sys, torch, dnnc\n"
+        f"out = dnnc.load({str(path)!r}, device='cpu')(torch.randn(2, 8))\n"
+        "assert out.shape == (2, 8)\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('dnnc.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = done.stdout.split()
+    assert "dnnc.loading" in loaded
+    assert [m for m in loaded if m.split(".")[1] in COMPILER] == []

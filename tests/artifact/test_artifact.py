@@ -210,7 +210,7 @@ def test_cpu_artifact_is_refused_on_cuda(artifact: Path) -> None:
 
 def test_gpu_artifact_runs_on_the_reference_backend_without_a_gpu(tmp_path: Path, rng: torch.Generator) -> None:
     """The GPU form of the IR (Triton groups) saved as built for sm_90, loaded on the CPU."""
-    from dnnc.api import CompiledModule
+    from dnnc.compiled import CompiledModule
     from dnnc.pipeline import CompileReport, lower_for_gpu
 
     x, s = _inputs(rng)

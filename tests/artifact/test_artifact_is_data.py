@@ -47,7 +47,7 @@ def rewrite_member(path: Path, member: str, data: bytes) -> None:
 
 def _gpu_artifact(tmp_path: Path, net: nn.Module, x: torch.Tensor) -> Path:
     """A GPU-form program (Triton groups) saved as built for sm_90, on this CPU machine."""
-    from dnnc.api import CompiledModule
+    from dnnc.compiled import CompiledModule
     from dnnc.pipeline import CompileReport, lower_for_gpu
 
     reference = dnnc.compile(net, (x,), device="cpu")

@@ -1,0 +1,154 @@
+"""A compiled program as the user holds it: called like the model, saved as an
+artifact. Built by ``dnnc.compile`` and by ``dnnc.load``; imports nothing of the
+compiler, so a program loaded from an artifact runs without it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from dnnc import knobs
+from dnnc.backends.reference import ReferenceExecutor
+from dnnc.errors import InputError
+from dnnc.ir.program import Program
+from dnnc.report import CompileReport
+from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
+
+
+class CompiledModule:
+    """A compiled program, called like the model it came from.
+
+    Inputs (torch tensors, or arrays that speak DLPack) are checked against the
+    compiled signature before anything runs; outputs come back in the model's
+    structure (a tensor, tuple, ...). On a GPU the program runs from one memory
+    arena, replayed as a CUDA graph unless ``cuda_graph`` is off.
+    """
+
+    def __init__(
+        self,
+        program: Program,
+        report: CompileReport,
+        device: str,
+        in_spec: Any = None,
+        out_spec: Any = None,
+        positional: bool = True,
+        *,
+        kernels: Any = None,
+        cuda_graph: bool | None = None,
+        target: str | None = None,
+    ):
+        self.program = program
+        self.report = report
+        self.device = device
+        self.target = target or target_of(device)
+        """What the program was compiled for: ``cpu`` or ``sm_<capability>``."""
+        self.input_specs = specs_of(program.input_types)
+        self._in_spec = in_spec
+        self._positional = positional  # the example inputs were plain positional tensors
+        self._out_spec = out_spec
+        if device == "cuda":
+            from dnnc.runtime.arena import ArenaRunner
+            from dnnc.runtime.cuda_graph import CudaGraphRunner
+            from dnnc.runtime.gpu_executor import GpuExecutor
+
+            started = time.perf_counter()
+            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda", kernels)
+            report.add("gpu-build", started, None)  # cuDNN plans built (tuned unless recorded), kernels compiled
+            self._executor.announce()
+            arena = ArenaRunner(self._executor)
+            graphed = knobs.get().cuda_graph if cuda_graph is None else cuda_graph
+            self._runner: Any = CudaGraphRunner(arena) if graphed else arena
+        else:
+            self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
+            self._runner = self._executor
+
+    def __call__(self, *args: Any) -> Any:
+        if self._positional and all(type(a) is torch.Tensor for a in args):
+            flat: list[Any] = list(args)  # the common call: nothing to flatten or convert
+        else:
+            flat = as_tensors(self._flatten(args))
+        check_inputs(self.input_specs, flat, self.device)
+        outputs = self._runner.run(flat)
+        if self._out_spec is None:
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return pytree.tree_unflatten(outputs, self._out_spec)
+
+    @property
+    def memory_peak_bytes(self) -> int | None:
+        """Size of the arena that holds every intermediate (GPU only; None on the reference backend)."""
+        return getattr(self._runner, "peak_bytes", None)
+
+    def _flatten(self, args: tuple[Any, ...]) -> list[Any]:
+        """Inputs structured like the example inputs, flattened to the program's
+        tensors. Plain positional tensors are taken as given, so a wrong argument
+        is reported by its position."""
+        leaves, spec = pytree.tree_flatten((args, {}))
+        if self._in_spec is None or spec == self._in_spec:
+            return leaves
+        if self._positional:
+            return list(args)
+        raise InputError(f"inputs are structured as {spec}, but the program was compiled for {self._in_spec}")
+
+    @property
+    def ir(self) -> str:
+        return self.program.text()
+
+    def save_ir(self, path: str | Path) -> Path:
+        """Write the IR and its parameters (``x.mlir`` + ``x.safetensors``)."""
+        from dnnc.paths import check_writable
+
+        check_writable(path)
+        self.program.save(path)
+        return Path(path)
+
+    def save(self, path: str | Path) -> Path:
+        """Write an artifact (``model.dnnc``) that ``dnnc.load`` runs without compiling
+        or tuning again; a path ending in ``.mlir`` writes the IR instead."""
+        if Path(path).suffix == ".mlir":
+            return self.save_ir(path)
+        from dnnc.artifact.kernels import embed_user_kernels, portable_kernels, triton_records
+        from dnnc.artifact.store import ArtifactContents, save_artifact
+        from dnnc.paths import check_writable
+
+        check_writable(path)
+
+        structure = {
+            "in_spec": _spec_text(self._in_spec),
+            "out_spec": _spec_text(self._out_spec),
+            "positional": self._positional,
+        }
+        summary: dict[str, Any] = {"memory_peak_bytes": self.memory_peak_bytes}
+        triton: list[dict[str, Any]] = []
+        program, files = self.program, {}
+        if self.device == "cuda":
+            executor = self._executor
+            summary.update(executor.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
+            triton = triton_records(executor.steps)  # type: ignore[union-attr]
+            program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
+        program = portable_kernels(program)
+        return save_artifact(ArtifactContents(program, self.target, structure, triton, summary, files=files), path)
+
+
+def target_of(device: str) -> str:
+    """``cpu``, or the current GPU's ``sm_<major><minor>``."""
+    if device != "cuda":
+        return "cpu"
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def _spec_text(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    try:
+        return pytree.treespec_dumps(spec)
+    except Exception:  # a container type pytree cannot serialise: outputs come back flat
+        return None
+
+
+def _spec_from_text(text: str | None) -> Any:
+    return None if text is None else pytree.treespec_loads(text)
