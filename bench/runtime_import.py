@@ -67,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     models = {
         "mlp": (torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8)).eval(), [[4, 64]]),
-        "resnet50": (resnet50().eval(), [[1, 3, 224, 224]]),
+        "resnet50": (resnet50()[0].eval(), [[1, 3, 224, 224]]),
     }
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
