@@ -35,7 +35,7 @@ from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.rewriting import ParamPass
-from dnnc.partition import DECISIONS_ATTR
+from dnnc.partition import DECISIONS_ATTR, memo
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
 from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
 from dnnc.partition.cost import peaks_for
@@ -72,10 +72,11 @@ class Partition(ParamPass):
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
         if self.policy not in POLICIES:
             raise PassError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
-        for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
-            record = self.partition_block(fn.body.block, params, op)
-            if record is not None:
-                fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
+        with memo.one_compile():
+            for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+                record = self.partition_block(fn.body.block, params, op)
+                if record is not None:
+                    fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
 
     def partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None = None) -> dict[str, Any] | None:
         """``module``: the block's module, for building whole contending programs (``contest``)."""

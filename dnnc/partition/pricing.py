@@ -28,10 +28,10 @@ import torch
 
 from dnnc import knobs
 from dnnc.errors import DnncError
+from dnnc.partition import memo
 from dnnc.partition.candidates import Candidate
 from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
-from dnnc.partition.extract import extract, identity_text
-from dnnc.partition.measure import cached_ms, known_to_lower, lower_alone, remember_lowers, time_alone
+from dnnc.partition.measure import cached_ms, known_to_lower, remember_lowers, time_alone
 
 log = logging.getLogger("dnnc.partition")
 
@@ -100,7 +100,7 @@ def measure(
                 report.measured += 1
                 continue
             try:
-                lowered[key] = lower_alone(c, params)
+                lowered[key] = memo.current().lowered(c, params)
             except DnncError as e:
                 times[key] = str(e)
         _precompile_triton(lowered.values(), device)
@@ -143,17 +143,15 @@ def _precompile_triton(programs: Iterable[Any], device: torch.device) -> None:
 
 def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
     """Backend, kind and name-free text: equal for the repeated blocks of a model
-    (computed once per candidate)."""
-    if c.identity is None:
-        c.identity = (c.backend, c.kind, identity_text(extract(c.ops, params)))
-    return c.identity
+    (computed once per group and compile, ``memo``)."""
+    return memo.current().identity(c, params)
 
 
 def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str | None:
     text = identity(c, params)[2]
     if not known_to_lower(c, text):
         try:
-            lower_alone(c, params)
+            memo.current().lowered(c, params)
         except DnncError as e:
             return str(e)
         remember_lowers(c, text)

@@ -201,7 +201,7 @@ def test_measurement_key_changes_with_every_input(monkeypatch) -> None:
 def test_groups_known_to_lower_are_not_lowered_again(monkeypatch, own_cache) -> None:
     """A warm compile skips the lowering check of groups that lowered before (only
     successes are remembered: a group that failed is checked again)."""
-    from dnnc.partition import pricing
+    from dnnc.partition import memo
     from dnnc.partition.pricing import price
 
     program, _, _ = block_program(torch.float16)
@@ -212,7 +212,7 @@ def test_groups_known_to_lower_are_not_lowered_again(monkeypatch, own_cache) -> 
     def refuse(c, params):
         raise AssertionError(f"{c.label} lowered again")
 
-    monkeypatch.setattr(pricing, "lower_alone", refuse)
+    monkeypatch.setattr(memo, "lower_alone", refuse)
     again, report_again = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
     assert len(again) == len(first) and report_again.lowered == report.lowered
 
@@ -350,7 +350,7 @@ def test_contest_key_changes_with_every_input() -> None:
 
 
 def test_a_cached_time_is_used_without_lowering_or_timing(monkeypatch, own_cache) -> None:
-    from dnnc.partition import measure, pricing
+    from dnnc.partition import measure, memo, pricing
     from dnnc.partition.pricing import PricingReport, identity, price
 
     program, _, _ = block_program(torch.float16)
@@ -359,7 +359,7 @@ def test_a_cached_time_is_used_without_lowering_or_timing(monkeypatch, own_cache
     c = next(c for c in priced if c.backend == "cudnn")
     with knobs.override(autotune=False):  # candidates are timed untuned (knobs.measure_autotune off)
         measure._CACHE.put_json(measurement_key(c, identity(c, program.params)[2]), {"ms": 0.25})
-    monkeypatch.setattr(pricing, "lower_alone", lambda *a: pytest.fail("lowered a group whose time is cached"))
+    monkeypatch.setattr(memo, "lower_alone", lambda *a: pytest.fail("lowered a group whose time is cached"))
     monkeypatch.setattr(pricing, "_time", lambda *a: pytest.fail("timed a group whose time is cached"))
     pricing.measure([c], priced, program.params, PricingReport(), {})
     assert c.measured_ms == 0.25
