@@ -49,7 +49,7 @@ m(x)
 torch.cuda.synchronize()
 first = time.perf_counter()
 print(json.dumps({"import_s": imported - started, "load_s": loaded - imported, "first_call_s": first - t0,
-                  "memory_peak_bytes": m.memory_peak_bytes, "fallbacks": m._executor.summary()["fallbacks"],
+                  "memory_peak_bytes": m.memory_peak_bytes, "fallbacks": m.summary()["fallbacks"],
                   "cudnn_graphs": len(rebuilt), "cudnn_rebuilt_from_record": sum(rebuilt),
                   "load_warnings": [str(w.message) for w in said]}))
 """

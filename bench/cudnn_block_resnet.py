@@ -113,7 +113,7 @@ def run_workload(name: str, model: nn.Module, x: torch.Tensor, work: dict[str, f
         replay, out = in_cuda_graph(lambda: compiled(xh))
         replay()
         record("dnnc + cuda graph", replay, out, compile_s)
-    rows["dnnc_backends"] = compiled._executor.summary()  # type: ignore[union-attr]
+    rows["dnnc_backends"] = compiled.summary()  # type: ignore[union-attr]
     rows["dnnc_compile_stages"] = [s.__dict__ for s in compiled.report.stages]
     return rows
 

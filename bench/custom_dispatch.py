@@ -69,7 +69,7 @@ def _time_workload(factory, n: int, copy_gbs: float) -> dict[str, object]:
         compiled = dnnc.compile(model, (a, b), device="cuda", cuda_graph=graph)
         compile_s = time.perf_counter() - started
         record(name, lambda compiled=compiled: compiled(a, b), compile_s)
-        rows[name]["user_kernels"] = compiled._executor.summary()["user_kernels"]  # type: ignore[assignment]
+        rows[name]["user_kernels"] = compiled.summary()["user_kernels"]  # type: ignore[assignment]
     floor_ms = BYTES_PER_ELEMENT[factory.__name__] * n / copy_gbs / 1e6
     return {"workload": factory.__name__, "n": n, "floor_ms": floor_ms, "variants": rows}
 

@@ -67,7 +67,7 @@ def run_workload(name: str, out_dir: Path | None) -> dict[str, Any]:
                 replay, _ = in_cuda_graph(lambda c=compiled: c(*xs))
                 entry.update(status="ok", median_ms=median_ms(replay))
             entry["stages"] = {s.name: round(s.seconds, 3) for s in compiled.report.stages}
-            entry["backends"] = compiled._executor.summary()  # type: ignore[union-attr]
+            entry["backends"] = compiled.summary()  # type: ignore[union-attr]
             record = compiled.program.metadata.get("decisions")
             if record:
                 entry["predicted_ms"] = record["totals"]["chosen_ms"]

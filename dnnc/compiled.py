@@ -77,6 +77,15 @@ class CompiledModule:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)
 
+    def summary(self) -> dict[str, Any]:
+        """What runs the program: steps per backend, ops left to torch, fallbacks with
+        their reasons, user kernels and the variant each runs as (GPU); on the CPU one
+        reference step per op."""
+        if self.device == "cuda":
+            return self._executor.summary()  # type: ignore[union-attr]
+        ops = sum(1 for op in self.program.entry.body.block.ops) - 1  # not the return
+        return {"steps": {"reference": ops}, "torch_ops": {}, "fallbacks": [], "user_kernels": {}}
+
     @property
     def memory_peak_bytes(self) -> int | None:
         """Size of the arena that holds every intermediate (GPU only; None on the reference backend)."""
@@ -126,7 +135,7 @@ class CompiledModule:
         program, files = self.program, {}
         if self.device == "cuda":
             executor = self._executor
-            summary.update(executor.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
+            summary.update(self.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
             triton = triton_records(executor.steps)  # type: ignore[union-attr]
             program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
         program = portable_kernels(program)

@@ -128,6 +128,13 @@ def random_tensor(
     return torch.randint(lo, hi, shape, generator=generator).to(dtype)
 
 
+def random_like(example: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Fresh values shaped and typed like ``example``; integers stay within the
+    example's range (token ids within the vocabulary, positions within the sequence)."""
+    lo, hi = (int(example.min()), int(example.max()) + 1) if example.numel() and not example.is_floating_point() else (0, 1)
+    return random_tensor(tuple(example.shape), example.dtype, generator, (lo, max(hi, lo + 1)))
+
+
 def save_npy(tensor: torch.Tensor, path: str) -> None:
     path = path.removeprefix("@")
     t = tensor.detach().cpu()

@@ -13,7 +13,15 @@ results there are held to ``GPU_TOLERANCE`` instead: 2e-3.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 import torch
+
+if TYPE_CHECKING:
+    from dnnc.compiled import CompiledModule
+    from dnnc.ir.program import Program
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float64: 1e-12}
 GPU_TOLERANCE = {**TOLERANCE, torch.float32: 2e-3}
@@ -50,3 +58,60 @@ def mismatch(
     if err > tolerances[dtype]:
         return f"relative error {err:.3e} exceeds the {dtype} tolerance {tolerances[dtype]:.1e}"
     return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether every output of a compiled program matched a reference on fresh inputs."""
+
+    against: str
+    problems: list[str]
+    worst: float
+    """The largest normwise relative error over the floating outputs."""
+    tolerances: dict[torch.dtype, float]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def tolerance_text(self) -> str:
+        shown = (torch.float32, torch.float16, torch.bfloat16)
+        return ", ".join(f"{str(d).removeprefix('torch.')} {self.tolerances[d]:g}" for d in shown)
+
+
+def compare_outputs(got: list[torch.Tensor], expected: list[torch.Tensor], device: str, against: str) -> Verdict:
+    """Every output by ``mismatch``, at the GPU's float32 tolerance on ``cuda`` (TF32)."""
+    table = GPU_TOLERANCE if device == "cuda" else TOLERANCE
+    problems = [p for a, e in zip(got, expected, strict=True) if (p := mismatch(a, e, tolerances=table)) is not None]
+    worst = max((relative_error(a, e) for a, e in zip(got, expected) if e.is_floating_point()), default=0.0)
+    return Verdict(against, problems, worst, table)
+
+
+def check_against_eager(compiled: CompiledModule, module: torch.nn.Module, example: tuple[Any, ...]) -> Verdict:
+    """Fresh random inputs shaped like the examples (integers within their range)
+    through the compiled program and through the module in PyTorch eager."""
+    import torch.utils._pytree as pytree
+
+    from dnnc.inputs import random_like
+
+    g = torch.Generator().manual_seed(int(time.time()))
+    fresh = tuple(random_like(x, g) if isinstance(x, torch.Tensor) else x for x in example)
+    with torch.no_grad():
+        expected = pytree.tree_leaves(module(*fresh))
+    on_device = tuple(x.to(compiled.device) if isinstance(x, torch.Tensor) else x for x in fresh)
+    got = [t.cpu() for t in pytree.tree_leaves(compiled(*on_device))]
+    return compare_outputs(got, expected, compiled.device, "PyTorch eager")
+
+
+def check_against_reference(compiled: CompiledModule, reference: Program) -> Verdict:
+    """Fresh random inputs through the compiled program and the reference backend
+    running ``reference`` (the program before it was compiled)."""
+    from dnnc.backends.reference import ReferenceExecutor
+    from dnnc.inputs import random_tensor
+
+    g = torch.Generator().manual_seed(int(time.time()))
+    fresh = [random_tensor(tuple(s.shape), s.dtype, g) for s in compiled.input_specs]
+    expected = ReferenceExecutor(reference).run(fresh)
+    out = compiled(*[x.to(compiled.device) for x in fresh])
+    got = [t.cpu() for t in (out if isinstance(out, tuple) else (out,))]
+    return compare_outputs(got, expected, compiled.device, "the reference backend")

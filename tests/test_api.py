@@ -110,3 +110,32 @@ def test_half_model_returns_half(rng: torch.Generator) -> None:
     x = torch.randn(4, 8, generator=rng).half()
     out = dnnc.compile(model, x)(x)
     assert out.dtype == torch.float16 and out.shape == (4, 8)
+
+
+def test_summary_says_what_runs_the_program(rng: torch.Generator) -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    compiled = dnnc.compile(model, (torch.randn(2, 4, generator=rng),), device="cpu")
+    summary = compiled.summary()
+    assert set(summary) >= {"steps", "torch_ops", "fallbacks", "user_kernels"}
+    assert list(summary["steps"]) == ["reference"] and summary["steps"]["reference"] > 0
+
+
+def test_checks_against_eager_give_a_verdict(rng: torch.Generator) -> None:
+    from dnnc.numerics import check_against_eager
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    example = (torch.randn(2, 4, generator=rng),)
+    compiled = dnnc.compile(model, example, device="cpu")
+    assert check_against_eager(compiled, model, example).ok
+    other = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()  # other weights
+    verdict = check_against_eager(compiled, other, example)
+    assert not verdict.ok and verdict.against == "PyTorch eager" and "relative error" in verdict.problems[0]
+
+
+def test_random_inputs_keep_integers_in_the_examples_range() -> None:
+    from dnnc.inputs import random_like
+
+    g = torch.Generator().manual_seed(0)
+    tokens = random_like(torch.tensor([[3, 7], [5, 9]]), g)
+    assert tokens.dtype == torch.int64 and int(tokens.min()) >= 3 and int(tokens.max()) <= 9
+    assert random_like(torch.zeros(3, dtype=torch.float16), g).dtype == torch.float16

@@ -87,7 +87,7 @@ def run_dnnc(weights: Path) -> dict[str, Any]:
         compiled(*xs).block_until_ready()
     entry = _checked_and_timed(entry, lambda: compiled(*xs), reference, time.perf_counter() - started)
     if compiled.module.device == "cuda":
-        entry["steps"] = compiled.module._executor.summary()["steps"]
+        entry["steps"] = compiled.module.summary()["steps"]
     return entry
 
 

@@ -132,5 +132,5 @@ def dnnc_variants(
 def stopgaps(compiled: Any) -> dict[str, int]:
     """How many ops of a dnnc program run as torch ops and how many groups fell
     back to another backend: both must be zero for a result to count as dnnc's own."""
-    summary = compiled._executor.summary()
+    summary = compiled.summary()
     return {"torch_ops": sum(summary["torch_ops"].values()), "fallbacks": len(summary["fallbacks"])}

@@ -288,3 +288,35 @@ def decision_differences(tuned: Sequence[BuiltSite], applied: Sequence[BuiltSite
         for label in sorted(set(a) | set(b))
         if a.get(label) != b.get(label)
     ]
+
+
+@dataclass
+class SpecCheck:
+    """A tuned compile against a compile with only the spec it wrote, on a fresh cache."""
+
+    seconds: float
+    """The compile with the spec alone."""
+    decisions: Mapping[str, Any]
+    """That compile's decision record."""
+    groups: GroupComparison
+    differences: list[str]
+    """Sites where the spec's compile decided otherwise than the tuned one."""
+    times: dict[str, float]
+    """Median ms of each program: ``tuned`` and ``with the spec``."""
+
+
+def check_spec(run: TuneRun, module: Any, inputs: Sequence[Any], spec: str) -> SpecCheck:
+    """Compile again with only ``spec`` on a fresh cache, compare the decisions and
+    time both programs (100 calls each)."""
+    import tempfile
+    from pathlib import Path
+
+    from dnnc.runtime.bench import bench
+
+    with tempfile.TemporaryDirectory(prefix="dnnc-tune-check-") as fresh:
+        applied, seconds = reproduce(module, inputs, spec, Path(fresh))
+        decisions = applied.program.metadata.get("decisions") or {}
+        groups = compare_groups(run.compiled.program.metadata.get("decisions") or {}, decisions)
+        differences = decision_differences(sites_of(run.compiled), sites_of(applied))
+        times = {label: bench(c, iterations=100).median_ms for label, c in (("tuned", run.compiled), ("with the spec", applied))}
+    return SpecCheck(seconds, decisions, groups, differences, times)

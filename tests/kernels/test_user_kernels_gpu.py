@@ -41,7 +41,7 @@ def test_example_inside_a_compiled_model(rng: torch.Generator, cuda_graph: bool,
     model = example.MixedInvocation()
     a, b = (torch.randn(4099, generator=rng).cuda() for _ in range(2))
     compiled = dnnc.compile(model, (a, b), device="cuda", cuda_graph=cuda_graph)
-    summary = compiled._executor.summary()
+    summary = compiled.summary()
     assert summary["steps"]["extern"] == 1
     assert summary["user_kernels"] == {"simple_mul_inplace": f"sm_{_here()} cubin"}
     for _ in range(2):  # the second call replays the captured graph
@@ -51,7 +51,7 @@ def test_example_inside_a_compiled_model(rng: torch.Generator, cuda_graph: bool,
         assert torch.equal(b, before), "a readwrite binding updates the program's copy, never the caller's input"
     path = compiled.save(tmp_path / "mixed.dnnc")
     loaded = dnnc.load(path)
-    assert loaded._executor.summary()["user_kernels"] == summary["user_kernels"]
+    assert loaded.summary()["user_kernels"] == summary["user_kernels"]
     torch.testing.assert_close(loaded(a, b), compiled(a, b), **F32)
 
 
@@ -162,7 +162,7 @@ def test_a_compiled_model_falls_back_to_the_reference_when_no_object_fits(rng: t
     a, b = (torch.randn(300, generator=rng).cuda() for _ in range(2))
     with pytest.warns(KernelVariantWarning, match="no object runs on sm_.*sm_100 cubin.*running its reference"):
         compiled = dnnc.compile(model, (a, b), device="cuda")
-    assert compiled._executor.summary()["user_kernels"] == {"simple_mul_sm100_only": "reference"}
+    assert compiled.summary()["user_kernels"] == {"simple_mul_sm100_only": "reference"}
     for _ in range(2):
         torch.testing.assert_close(compiled(a, b), torch.relu(a) * b + 1.0, **F32)
 

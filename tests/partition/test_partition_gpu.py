@@ -23,7 +23,7 @@ def test_auto_partition_measured(name: str) -> None:
         compiled, _, _ = _run(name, "cudnn,triton", torch.float16)
     record = compiled.program.metadata["decisions"]
     assert record["measured"] and record["totals"]["measured"] > 0
-    assert not compiled._executor.summary()["fallbacks"]  # type: ignore[union-attr]
+    assert not compiled.summary()["fallbacks"]  # type: ignore[union-attr]
     measured = [g for g in record["groups"] if g["measured_ms"] is not None]
     assert measured and all(g["measured_ms"] > 0 for g in measured)
     text = "\n".join(explain_lines(record))

@@ -51,7 +51,7 @@ with warnings.catch_warnings(record=True) as said:
 np.save(sys.argv[3], y.float().cpu().numpy())
 steps = m._executor.steps
 print(json.dumps({
-    "fallbacks": m._executor.summary()["fallbacks"],
+    "fallbacks": m.summary()["fallbacks"],
     "cudnn_rebuilt": [s.kernel.rebuilt for s in steps if s.backend == "cudnn"],
     "graph_captured": m._runner.captured,
     "peak": m.memory_peak_bytes,

@@ -53,7 +53,7 @@ def assert_as_close_as_eager(out: torch.Tensor, eager: torch.Tensor, expected: t
 @pytest.mark.parametrize("name", list(SMALL))
 def test_model_fp16(name: str, backends: str) -> None:
     compiled, _, _ = _run(name, backends, torch.float16)
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert not summary["fallbacks"], summary
     if "triton" in backends:
         assert not summary["torch_ops"], f"ops left to the torch stopgap: {summary['torch_ops']}"

@@ -56,7 +56,7 @@ def check_fp16_on_gpu(name: str, model: torch.nn.Module, inputs: tuple[torch.Ten
     expected = _truth(model, on_gpu)
     compiled = dnnc.compile(model, on_gpu, device="cuda")
     got = compiled(*on_gpu).float().cpu()
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert not summary["torch_ops"], f"{name}: ops left to the torch stopgap: {summary['torch_ops']}"
     assert not summary["fallbacks"], f"{name}: fallbacks: {summary['fallbacks']}"
     err, eager_err = relative_error(got, expected), relative_error(eager, expected)

@@ -30,6 +30,6 @@ def test_zoo_model_exported_on_cpu_runs_on_gpu(case: ZooCase) -> None:
     got = compiled(*[x.cuda() for x in inputs]).cpu()
     with torch.no_grad():
         expected = model(*inputs)
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert not summary["torch_ops"] and not summary["fallbacks"], summary
     assert relative_error(got, expected) <= GPU_TOLERANCE[torch.float32]

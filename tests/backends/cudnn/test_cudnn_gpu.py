@@ -68,7 +68,7 @@ def _check(model: nn.Module, inputs: list[torch.Tensor], dtype: torch.dtype, exp
     inputs = [x.to("cuda", dtype) for x in inputs]
     compiled = dnnc.compile(model, inputs, device="cuda")
     out = compiled(*inputs)
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert summary["steps"].get("cudnn", 0) >= expect_cudnn, summary
     assert_matches(out, _reference(model, inputs).to(dtype), dtype, gpu=True)
     return compiled
@@ -195,7 +195,7 @@ def test_resnet50_fp16_matches_eager() -> None:
         model = model.half().cuda()
         eager = model(x.cuda()).cpu()
     compiled = dnnc.compile(model, [x.cuda()], device="cuda")
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert summary["steps"]["cudnn"] >= 50 and not summary["fallbacks"], summary
     assert_as_close_as_eager(compiled(x.cuda()), eager, expected, torch.float16)
 
@@ -232,6 +232,6 @@ def test_attention_as_one_sdpa_graph(name: str) -> None:
 
     with knobs.override(cudnn_attention=True):
         compiled, _, _ = _run(name, "cudnn,triton", torch.float16)
-    summary = compiled._executor.summary()  # type: ignore[union-attr]
+    summary = compiled.summary()  # type: ignore[union-attr]
     assert not summary["fallbacks"], summary
     assert "cudnn.sdpa" in compiled.ir

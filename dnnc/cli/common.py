@@ -1,0 +1,74 @@
+"""What the ``dnnc`` verbs share: the consoles, clean errors, and the options that
+name a model built by a factory (``--arg``, ``--dtype``, ``--batch``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import click
+import torch
+from rich.console import Console
+
+from dnnc.errors import DnncError
+from dnnc.terminal import printable
+
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+STABLEHLO_SUFFIXES = (".mlir", ".mlirbc")
+"""``dnnc compile x.mlir`` reads StableHLO (text, bytecode or a portable artifact)."""
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Show dnnc's own errors as one clear message, without a traceback."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except DnncError as e:
+            raise click.ClickException(printable(str(e), lines=True)) from None  # messages quote files
+
+    return run
+
+
+def model_options(batch: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--arg KEY=VALUE`` (repeatable), ``--dtype`` and, with ``batch``, ``--batch N``:
+    how the verbs that take a MODEL factory call and cast it (see ``load_model``)."""
+    options = [
+        click.option(
+            "--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable)."
+        ),
+        click.option(
+            "--dtype", type=click.Choice(list(DTYPES)), default=None, help="Cast the model and its floating inputs first."
+        ),
+    ]
+    if batch:
+        options.append(click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N."))
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def load_model(
+    model: str, factory_args: tuple[str, ...], dtype: str | None, batch: int | None = None
+) -> tuple[torch.nn.Module, tuple[Any, ...], str]:
+    """The model from its factory (``model_loader``) called with ``--arg``s (and
+    ``--batch``), cast with its floating inputs to ``dtype``."""
+    from dnnc.model_loader import load_model as from_factory
+    from dnnc.model_loader import parse_kwargs
+
+    kwargs = parse_kwargs(factory_args) | ({"batch": batch} if batch is not None else {})
+    module, inputs, name = from_factory(model, kwargs)
+    if dtype is None:
+        return module, inputs, name
+    cast = tuple(x.to(DTYPES[dtype]) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+    return module.to(DTYPES[dtype]), cast, name

@@ -1,0 +1,164 @@
+"""``dnnc compile``: a model (a factory, or a StableHLO file) to an artifact or IR,
+with a summary of what was compiled and a check against eager (or the reference)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+import torch
+from rich.table import Table
+
+from dnnc import knobs
+from dnnc.cli.common import STABLEHLO_SUFFIXES, console, load_model, model_options, user_errors
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program, params_path_for
+from dnnc.ir.types import describe
+from dnnc.numerics import Verdict
+
+
+@click.command("compile")
+@click.argument("model")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Artifact to write (model.dnnc), or IR when it ends in .mlir (default: FACTORY.mlir).",
+)
+@model_options()
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where the program will run.")
+@click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
+@click.option(
+    "--partition",
+    type=click.Choice(["greedy", "auto", "cudnn-only", "triton-only"]),
+    default=None,
+    help="How GPU groups are chosen (default: DNNC_PARTITION, else greedy); see dnnc explain.",
+)
+@click.option(
+    "--tuning-spec",
+    "tuning_specs",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A tuning-spec file or directory whose decisions override the partitioner's (repeatable, first wins).",
+)
+@click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
+@user_errors
+def compile_command(
+    model: str,
+    output: Path | None,
+    factory_args: tuple[str, ...],
+    device: str | None,
+    dtype: str | None,
+    batch: int | None,
+    dump_dir: Path | None,
+    partition: str | None,
+    tuning_specs: tuple[Path, ...],
+    check: bool,
+) -> None:
+    """Compile MODEL (path/to/file.py:factory, package.module:factory, or a StableHLO
+    file: x.mlir text, x.mlirbc bytecode or a jax.export portable artifact).
+
+    The factory returns (model, example_inputs); the program is compiled for those
+    shapes and dtypes. Writes an artifact (``-o model.dnnc``: run it with ``dnnc run``,
+    ``dnnc bench``, ``dnnc.load``) or the IR and its parameters (``-o x.mlir``), and
+    prints a summary of what was compiled.
+    """
+    import dnnc
+    from dnnc.numerics import check_against_eager
+    from dnnc.paths import check_writable
+
+    if output is not None:
+        check_writable(output)
+    specs = os.pathsep.join(str(p) for p in tuning_specs) or None
+    settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition, "tuning_specs": specs}.items() if v is not None}
+    if Path(model).suffix in STABLEHLO_SUFFIXES:
+        with knobs.override(**settings):
+            _compile_stablehlo(Path(model), output, device, check)
+        return
+    with knobs.override(**settings):
+        with console.status("loading the model"):
+            started = time.perf_counter()
+            module, inputs, name = load_model(model, factory_args, dtype, batch)
+        console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
+        with console.status(f"compiling {name} (export, canonicalize, lower, build kernels)"):
+            compiled = dnnc.compile(module, inputs, device=device)
+    output = output or Path(f"{name}.mlir")
+    with console.status(f"writing {output}"):
+        compiled.save(output)
+    print_summary(compiled, output)
+    if check:
+        with console.status("checking against PyTorch eager"):
+            verdict = check_against_eager(compiled, module, inputs)
+        report_check(verdict)
+
+
+def _compile_stablehlo(path: Path, output: Path | None, device: str | None, check: bool) -> None:
+    """Import a StableHLO file, compile it; on a GPU check it against the reference backend."""
+    from dnnc.api import compile_program
+    from dnnc.frontend.stablehlo import import_stablehlo
+    from dnnc.numerics import check_against_reference
+
+    with console.status(f"importing {path}"):
+        started = time.perf_counter()
+        program = import_stablehlo(path)
+    console.print(f"[dim]imported {path} in {time.perf_counter() - started:.2f} s[/dim]")
+    reference = Program(program.module.clone(), ParamStore(program.params))
+    with console.status(f"compiling {path.name}"):
+        compiled = compile_program(program, device=device)
+    output = output or path.with_suffix(".dnnc")
+    with console.status(f"writing {output}"):
+        compiled.save(output)
+    print_summary(compiled, output)
+    if check:
+        report_check(check_against_reference(compiled, reference))
+
+
+def print_summary(compiled: Any, output: Path) -> None:
+    program: Program = compiled.program
+    stages = Table(title="stages", title_justify="left")
+    for column in ("stage", "seconds", "ops"):
+        stages.add_column(column, justify="left" if column == "stage" else "right")
+    for s in compiled.report.stages:
+        stages.add_row(s.name, f"{s.seconds:.3f}", str(s.ops) if s.ops else "")
+    ops = Table(title="ops (canonical)", title_justify="left")
+    ops.add_column("op")
+    ops.add_column("count", justify="right")
+    for name, count in Counter(op.name for op in program.entry.body.walk()).most_common():
+        ops.add_row(name, str(count))
+    console.print(stages, ops)
+    signature = (
+        ", ".join(describe(t) for t in program.input_types) + " -> " + ", ".join(describe(t) for t in program.output_types)
+    )
+    console.print(f"signature: {signature}")
+    console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
+    if compiled.device == "cuda":
+        summary = compiled.summary()
+        steps = ", ".join(f"{n} {b}" for b, n in sorted(summary["steps"].items()))
+        console.print(f"backend: GPU ({steps}; torch.cuda {torch.cuda.get_device_name()})")
+        for f in summary["fallbacks"]:
+            console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
+        for name, variant in summary["user_kernels"].items():
+            console.print(f"user kernel {name}: {variant}")
+    else:
+        console.print(f"backend: CPU reference ({compiled.device})")
+    if output.suffix == ".mlir":
+        console.print(f"wrote {output} and {params_path_for(output)}")
+    else:
+        peak = compiled.memory_peak_bytes
+        arena = f"; memory plan peak {peak / 1e6:.1f} MB" if peak is not None else ""
+        console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB, target {compiled.target}{arena})")
+
+
+def report_check(verdict: Verdict) -> None:
+    """Print whether every output matched; fail the command if one did not."""
+    shown = "[green]matches[/green]" if verdict.ok else "[red]DIFFERS from[/red]"
+    console.print(
+        f"check: {shown} {verdict.against} on fresh random inputs (largest relative error {verdict.worst:.2e}; "
+        f"tolerance {verdict.tolerance_text()})"
+    )
+    if not verdict.ok:
+        raise click.ClickException(f"compiled program does not match {verdict.against}: {verdict.problems[0]}")
