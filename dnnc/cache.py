@@ -44,6 +44,22 @@ def unframe(entry: bytes) -> bytes | None:
     return data if hashlib.sha256(data).hexdigest().encode() == entry[start:end] else None
 
 
+def environment(device: Any = None) -> dict[str, Any]:
+    """What every cached build or measurement depends on besides its own input: the
+    dnnc version and the libraries' (torch, Triton, the cuDNN frontend and library);
+    with ``device`` (a CUDA device or its index), that GPU's name and compute
+    capability. One definition, so no cache forgets a version another one keys by."""
+    from dnnc.version import __version__, library_versions
+
+    found: dict[str, Any] = {"dnnc": __version__, "versions": library_versions()}
+    if device is not None:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(device)
+        found |= {"gpu": torch.cuda.get_device_name(device), "cc": f"{major}.{minor}"}
+    return found
+
+
 def content_key(parts: Mapping[str, Any]) -> str:
     """A stable hash of ``parts`` (JSON-serialisable values; keys sorted)."""
     text = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))

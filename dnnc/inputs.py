@@ -121,11 +121,13 @@ def _exact_value(text: str, dtype: torch.dtype, spec: str) -> int | float | bool
 def random_tensor(
     shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator, int_range: tuple[int, int] = (0, 10)
 ) -> torch.Tensor:
-    """normal(0, 1) for floats, uniform integers in ``int_range`` (end exclusive), fair booleans."""
+    """normal(0, 1) for floats, uniform integers in ``int_range`` (end exclusive), fair
+    booleans; made on the generator's device."""
+    device = generator.device
     if dtype.is_floating_point:
-        return torch.randn(shape, generator=generator).to(dtype)
+        return torch.randn(shape, generator=generator, device=device).to(dtype)
     lo, hi = (0, 2) if dtype == torch.bool else int_range
-    return torch.randint(lo, hi, shape, generator=generator).to(dtype)
+    return torch.randint(lo, hi, shape, generator=generator, device=device).to(dtype)
 
 
 def random_like(example: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

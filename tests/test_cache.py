@@ -82,3 +82,16 @@ def test_concurrent_writers_leave_whole_entries(tmp_path: Path) -> None:
         data = cache.get(content_key({"k": i}))
         assert data is not None and len(data) == 1000 + i and len(set(data)) == 1, "one writer's whole payload"
     assert not list(tmp_path.rglob(".tmp-*")), "no temporary file is left behind"
+
+
+def test_every_cache_keys_by_one_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library upgrade changes the keys of measured times (and of plans, configs and
+    compiled kernels, which build theirs from the same ``environment``)."""
+    from dnnc import cache, version
+    from dnnc.partition.measure import timing_environment
+
+    before = timing_environment()
+    assert before["dnnc"] == version.__version__ and "torch" in before["versions"]
+    assert set(cache.environment()) <= set(before)
+    monkeypatch.setattr(version, "library_versions", lambda: {**version._installed(), "triton": "99.0"})
+    assert timing_environment() != before

@@ -168,7 +168,7 @@ def parse_triton_records(records: Any, member: str) -> dict[int, TritonRecord]:
 
 
 class RecordedKernels:
-    """A ``KernelSource`` for ``GpuExecutor`` that rebuilds an artifact's choices."""
+    """A ``KernelProvider`` for ``GpuExecutor`` that rebuilds an artifact's choices."""
 
     def __init__(self, triton: Mapping[int, TritonRecord], files: Mapping[str, bytes] | None = None, same_version: bool = True):
         self.triton_records = dict(triton)

@@ -21,7 +21,7 @@ import torch
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
 from dnnc.backends.triton.fusion import PART_ATTR
-from dnnc.cache import ContentCache, content_key
+from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn as cudnn_dialect
 from dnnc.ir.attrs import int_attr
@@ -29,7 +29,7 @@ from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
 from dnnc.partition.candidates import Candidate, graph_nodes
 from dnnc.partition.extract import extract
-from dnnc.version import __version__, library_versions
+from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.partition")
 
@@ -91,14 +91,7 @@ def remember_lowers(candidate: Candidate, text: str) -> None:
 def timing_environment() -> dict[str, Any]:
     """What a measured time depends on besides the program: dnnc and library
     versions, the GPU and the autotune setting."""
-    props = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
-    return {
-        "dnnc": __version__,
-        "gpu": props.name if props else None,
-        "cc": f"{props.major}.{props.minor}" if props else None,
-        "versions": library_versions(),
-        "autotune": knobs.get().autotune,
-    }
+    return {**environment(0 if torch.cuda.is_available() else None), "autotune": knobs.get().autotune}
 
 
 def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float | None:

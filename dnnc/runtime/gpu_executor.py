@@ -13,7 +13,7 @@ Per call, outputs of kernels are allocated through torch's caching allocator on
 the current stream (or taken from a caller's ``allocate``, e.g. the arena of
 ``runtime.arena``) and kernels are enqueued without synchronizing.
 
-How kernels are obtained is a ``KernelSource``: ``TunedKernels`` (compile time:
+How kernels are obtained is a ``KernelProvider``: ``TunedKernels`` (compile time:
 tune cuDNN plans and Triton configs) or an artifact's recorded choices.
 """
 
@@ -89,7 +89,7 @@ class Fallback:
     """What runs the group instead: ``triton`` (a cuDNN graph raised to tcp) or ``torch``."""
 
 
-class KernelSource(Protocol):
+class KernelProvider(Protocol):
     """Builds the kernel of one cuDNN graph or Triton group; raising falls back to torch ops."""
 
     def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel: ...
@@ -140,7 +140,7 @@ AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
 
 
 class GpuExecutor:
-    def __init__(self, program: Program, device: torch.device | str = "cuda", kernels: KernelSource | None = None):
+    def __init__(self, program: Program, device: torch.device | str = "cuda", kernels: KernelProvider | None = None):
         self.program = program
         self.device = torch.device(device)
         self.kernels = kernels or TunedKernels()

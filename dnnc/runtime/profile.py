@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from dnnc.inputs import random_tensor
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 SLEEP_CYCLES = 200_000_000
@@ -23,19 +24,10 @@ SLEEP_CYCLES = 200_000_000
 
 
 def random_inputs(executor: Any, seed: int = 0) -> list[torch.Tensor]:
-    """Fresh inputs for the program's arguments (normal floats; 0/1 integers)."""
-    device = executor.device
-    generator = torch.Generator(device=device).manual_seed(seed)
-    out = []
-    for arg in executor.block.args:
-        shape, dtype = shape_of(arg), torch_dtype(element_of(arg))
-        if dtype.is_floating_point:
-            out.append(torch.randn(shape, dtype=dtype, device=device, generator=generator))
-        elif dtype == torch.bool:
-            out.append(torch.rand(shape, device=device, generator=generator) > 0.5)
-        else:
-            out.append(torch.randint(0, 2, shape, dtype=dtype, device=device, generator=generator))
-    return out
+    """Fresh inputs for the program's arguments, made on its device (normal floats;
+    integers 0 or 1, valid as indices into any dimension)."""
+    generator = torch.Generator(device=executor.device).manual_seed(seed)
+    return [random_tensor(tuple(shape_of(a)), torch_dtype(element_of(a)), generator, (0, 2)) for a in executor.block.args]
 
 
 def step_times_ms(executor: Any, inputs: Sequence[torch.Tensor], repeats: int = 5) -> list[float]:

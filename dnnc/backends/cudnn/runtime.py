@@ -30,13 +30,12 @@ import torch
 from dnnc import knobs
 from dnnc.backends.cudnn.signature import graph_signature
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
-from dnnc.cache import ContentCache, content_key
+from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import BackendUnavailable, DnncError
 from dnnc.ir import cudnn as dialect
 from dnnc.ir.attrs import ints, scalar, str_attr
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.timing import device_time_ms
-from dnnc.version import __version__
 
 log = logging.getLogger("dnnc.cudnn")
 
@@ -229,15 +228,12 @@ _PLANS = ContentCache("cudnn-plans")
 
 def _plan_key(signature: str, device: torch.device) -> str:
     cudnn = load_frontend()
-    props = torch.cuda.get_device_properties(device)
     return content_key(
         {
+            **environment(device),
             "graph": signature,
-            "dnnc": __version__,
             "frontend": getattr(cudnn, "__version__", "?"),
-            "backend": cudnn.backend_version(),
-            "gpu": props.name,
-            "sm": f"{props.major}{props.minor}",
+            "backend": cudnn.backend_version(),  # the cuDNN library the frontend loaded
             "measured": knobs.get().autotune,  # a heuristic pick never stands in for a measured one
         }
     )

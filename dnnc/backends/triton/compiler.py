@@ -35,7 +35,7 @@ from triton.compiler import ASTSource
 from dnnc import knobs
 from dnnc.backends.triton.kernels import KernelSource
 from dnnc.backends.triton.workers import WorkerPool
-from dnnc.cache import ContentCache, content_key
+from dnnc.cache import ContentCache, content_key, environment
 
 log = logging.getLogger("dnnc.triton")
 
@@ -119,7 +119,7 @@ def _key(source: KernelSource, target: GPUTarget, aligned: bool) -> str:
             "aligned": aligned,
             "options": dict(source.options),
             "target": [target.backend, target.arch, target.warp_size],
-            "triton": triton.__version__,
+            **environment(),
         }
     )
 

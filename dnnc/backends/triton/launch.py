@@ -22,7 +22,7 @@ from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
-from dnnc.cache import ContentCache, content_key
+from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import InputError
 from dnnc.ir import tcp
 from dnnc.ir.text import print_ir
@@ -179,14 +179,7 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
 
 
 def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]]) -> str:
-    return content_key(
-        {
-            "group": _unmarked_text(group),
-            "device": torch.cuda.get_device_name(device),
-            "triton": _triton_version(),
-            "configs": configs,
-        }
-    )
+    return content_key({**environment(device), "group": _unmarked_text(group), "configs": configs})
 
 
 def _unmarked_text(group: tcp.IsolatedGroupOp) -> str:
@@ -212,9 +205,3 @@ def _generated(group: tcp.IsolatedGroupOp, config: dict[str, int]) -> KernelSour
         return generate(group, config)
     except Exception:
         return None
-
-
-def _triton_version() -> str:
-    import triton
-
-    return triton.__version__
