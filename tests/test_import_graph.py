@@ -150,3 +150,20 @@ def test_loading_an_artifact_imports_no_part_of_the_compiler(tmp_path: Path) -> 
     loaded = done.stdout.split()
     assert "dnnc.loading" in loaded
     assert [m for m in loaded if m.split(".")[1] in COMPILER] == []
+
+
+def test_a_rule_registered_twice_is_named() -> None:
+    import pytest
+
+    from dnnc.rules import RuleTable
+
+    table: RuleTable[str, object] = RuleTable("sample")
+
+    @table.rule("a", "b")
+    def first() -> None: ...
+
+    assert table["a"] is first and table["b"] is first
+    with pytest.raises(ValueError, match="two sample rules for b: .*first and .*second"):
+
+        @table.rule("b")
+        def second() -> None: ...

@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Operation
 from dnnc.ir import extern, tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import is_float, shape_of, torch_dtype
+from dnnc.rules import RuleTable
 
 Value = torch.Tensor
 
@@ -34,7 +35,7 @@ class Env(Protocol):
 
 
 Rule = Callable[[Operation, list[Value], Env], Value | list[Value]]
-RULES: dict[type[Operation], Rule] = {}
+RULES: RuleTable[type[Operation], Rule] = RuleTable("reference")
 
 
 def dtype_for(element: Attribute, env: Env) -> torch.dtype:
@@ -44,13 +45,7 @@ def dtype_for(element: Attribute, env: Env) -> torch.dtype:
     return torch_dtype(element)
 
 
-def rule(*op_types: type[Operation]) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for t in op_types:
-            RULES[t] = fn
-        return fn
-
-    return register
+rule = RULES.rule
 
 
 def simple(op_type: type[Operation], fn: Callable[..., Value]) -> None:

@@ -13,9 +13,10 @@ import torch
 from torch._ops import OpOverload
 
 from dnnc.frontend.emitter import AtenEmitter
+from dnnc.rules import RuleTable
 
 Rule = Callable[..., Any]
-IMPORT_RULES: dict[OpOverload, Rule] = {}
+IMPORT_RULES: RuleTable[OpOverload, Rule] = RuleTable("ATen import")
 
 aten = torch.ops.aten
 
@@ -23,13 +24,7 @@ aten = torch.ops.aten
 IGNORED: set[object] = {aten._assert_tensor_metadata.default, aten._assert_scalar.default}
 
 
-def rule(*targets: OpOverload) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for target in targets:
-            IMPORT_RULES[target] = fn
-        return fn
-
-    return register
+rule = IMPORT_RULES.rule
 
 
 def bind_args(target: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

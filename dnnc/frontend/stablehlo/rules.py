@@ -20,21 +20,14 @@ from dnnc.ir import tcp
 from dnnc.ir.analysis import inverse_permutation, splat_value
 from dnnc.ir.attrs import float_attr, i64_array, int_attr, str_attr
 from dnnc.ir.types import element_of, is_float, shape_of, tensor_type, torch_dtype
+from dnnc.rules import RuleTable
 
 if TYPE_CHECKING:
     from dnnc.frontend.stablehlo.importer import Importer
 
 Rule = Callable[["Importer", Any, list[SSAValue]], list[SSAValue]]
-RULES: dict[str, Rule] = {}
-
-
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-
-    return register
+RULES: RuleTable[str, Rule] = RuleTable("StableHLO import")
+rule = RULES.rule
 
 
 def _ir() -> Any:
