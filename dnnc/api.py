@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,9 +64,8 @@ def explain(
     ops and why (measured on the GPU when there is one, else roofline estimates).
     ``backends`` defaults to ``knobs.gpu_backends`` that can run here; naming cuDNN
     on a machine without its frontend prices cuDNN groups by estimate."""
-    from dnnc.partition import DECISIONS_ATTR
-    from dnnc.partition.partitioner import Partition
-    from dnnc.pipeline import run_passes, run_stage
+    from dnnc.partition.decide import decide
+    from dnnc.pipeline import run_stage
 
     report = CompileReport()
     program = canonicalize(exported_program(model, example_inputs, report), report)
@@ -76,6 +74,4 @@ def explain(
     policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")
-    run_passes(program, [Partition(policy=policy, backends=tuple(backends or ()))])
-    record = program.entry.attributes.get(DECISIONS_ATTR)
-    return json.loads(record.data) if record is not None else {}  # type: ignore[attr-defined]
+    return decide(program, policy=policy, backends=tuple(backends or ())) or {}

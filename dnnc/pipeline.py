@@ -4,7 +4,6 @@ dumped (knob ``dump_dir``) and verified after each pass."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ from dnnc.errors import DnncError
 from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
 from dnnc.ir.program import Program
 from dnnc.log import say_once
-from dnnc.partition import DECISIONS_ATTR
 from dnnc.passes import run_passes
 from dnnc.passes.stages import CANONICALIZE, CUDNN_STAGE, PARTITIONED, STAGES
 from dnnc.report import CompileReport, count_ops
@@ -55,16 +53,33 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
 
 
 def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:
-    """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp. The
-    partitioner's decision record moves from the IR into ``program.metadata``."""
+    """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp. A priced
+    policy's decision record goes to ``program.metadata["decisions"]``."""
     if backends is None:
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
     with knobs.override(gpu_backends=",".join(backends)):
         for stage in gpu_stages(backends):
-            run_stage(program, stage, report)
-    record = program.entry.attributes.pop(DECISIONS_ATTR, None)
+            if stage.startswith(PARTITION_STAGE):
+                partition_stage(program, stage, report)
+            else:
+                run_stage(program, stage, report)
+
+
+PARTITION_STAGE = "gpu-partition-"
+
+
+def partition_stage(program: Program, stage: str, report: CompileReport | None) -> None:
+    """``partition.decide`` for the stage's policy, then ``PARTITIONED`` lowers what it decided."""
+    from dnnc.partition.decide import decide
+
+    started = time.perf_counter()
+    record = decide(program, policy=stage.removeprefix(PARTITION_STAGE))
+    run_passes(program, PARTITIONED)
     if record is not None:
-        program.metadata["decisions"] = json.loads(record.data)  # type: ignore[attr-defined]
+        program.metadata["decisions"] = record
+    if report is not None:
+        report.add(stage, started, program)
+    dump(program, stage)
 
 
 def dump(program: Program, stage: str) -> None:

@@ -40,13 +40,11 @@ class Verdict:
 def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
     """Partition ``program`` (canonical; changed in place) with the specs the knobs
     name and lower it; one verdict per group a record decided, in program order."""
-    from dnnc.partition import DECISIONS_ATTR
-    from dnnc.partition.partitioner import Partition
+    from dnnc.partition.decide import decide
     from dnnc.passes import run_passes
     from dnnc.passes.stages import PARTITIONED
 
-    run_passes(program, [Partition(policy="auto", backends=("cudnn", "triton"))])
-    groups = json.loads(program.entry.attributes[DECISIONS_ATTR].data).get("groups", [])  # type: ignore[attr-defined]
+    groups = (decide(program, policy="auto", backends=("cudnn", "triton")) or {}).get("groups", [])
     run_passes(program, PARTITIONED)
     verdicts = []
     for op, facts, number in marked_sites(program):

@@ -187,14 +187,14 @@ def test_measurement_key_changes_with_every_input(monkeypatch) -> None:
     assert measurement_key(b, identity(b, program.params)[2]) != base, "group text and kind"
     with knobs.override(autotune=not knobs.get().autotune):
         assert measurement_key(a, text) != base, "autotune setting"
-    from dnnc.partition import measure
+    from dnnc import version
 
-    versions = measure.library_versions
-    monkeypatch.setattr(measure, "library_versions", lambda: {"torch": "0.0", "triton": None, "cudnn": None})
+    versions = version.library_versions
+    monkeypatch.setattr(version, "library_versions", lambda: {"torch": "0.0", "triton": None, "cudnn": None})
     assert measurement_key(a, text) != base, "library versions"
-    monkeypatch.setattr(measure, "library_versions", versions)
+    monkeypatch.setattr(version, "library_versions", versions)
     assert measurement_key(a, text) == base
-    monkeypatch.setattr(measure, "__version__", "9.9.9")
+    monkeypatch.setattr(version, "__version__", "9.9.9")
     assert measurement_key(a, text) != base, "dnnc version"
 
 
