@@ -12,10 +12,10 @@ artifact never imports the compiler (export, passes, partitioner, specs).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dnnc.errors import DnncError
+from dnnc.lazy import lazy_names
 from dnnc.version import __version__
 
 if TYPE_CHECKING:
@@ -25,22 +25,15 @@ if TYPE_CHECKING:
     from dnnc.loading import load
 
 _WHERE = {
-    "compile": "dnnc.api",
-    "explain": "dnnc.api",
-    "CompiledModule": "dnnc.compiled",
-    "load": "dnnc.loading",
-    "Binding": "dnnc.kernels",
-    "CustomKernel": "dnnc.kernels",
-    "PushConstant": "dnnc.kernels",
+    "compile": "api",
+    "explain": "api",
+    "CompiledModule": "compiled",
+    "load": "loading",
+    "Binding": "kernels",
+    "CustomKernel": "kernels",
+    "PushConstant": "kernels",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dnnc' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

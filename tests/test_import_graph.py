@@ -167,3 +167,30 @@ def test_a_rule_registered_twice_is_named() -> None:
 
         @table.rule("b")
         def second() -> None: ...
+
+
+BACKENDS = ("cudnn", "triton", "reference")
+
+
+def test_other_stages_use_a_backend_through_its_package() -> None:
+    """``dnnc.backends.<x>`` is the backend's surface; its modules are its own."""
+    reaching = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        for backend in BACKENDS
+        if target.startswith(f"dnnc.backends.{backend}.") and not module.startswith(f"dnnc.backends.{backend}")
+    )
+    assert reaching == []
+
+
+def test_every_name_a_backend_offers_resolves() -> None:
+    """The lazily imported names (cuDNN's runtime, Triton's launch) are checked here,
+    also on a machine where no code path would ask for them (the cuDNN frontend and
+    Triton's compiler load only when a graph or kernel is built)."""
+    import importlib
+
+    for backend in BACKENDS:
+        package = importlib.import_module(f"dnnc.backends.{backend}")
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"dnnc.backends.{backend}.{name}"

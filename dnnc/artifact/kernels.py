@@ -130,8 +130,7 @@ class TritonRecord:
 
 def parse_triton_records(records: Any, member: str) -> dict[int, TritonRecord]:
     """Ordinal -> ``TritonRecord``; a malformed record names the member and field."""
-    from dnnc.backends.triton.configs import config_problem
-    from dnnc.backends.triton.kernels import KernelSource
+    from dnnc.backends.triton import KernelSource, config_problem
 
     if not isinstance(records, list):
         raise ArtifactError(f"{member}: expected a list of kernel records, got {type(records).__name__}")
@@ -189,11 +188,11 @@ class RecordedKernels:
         return extern_kernel(op, device, lambda decl: kernel_objects(decl, read=read))
 
     def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel:
-        from dnnc.backends.cudnn import runtime
+        from dnnc.backends.cudnn import PlanRecord, build_kernel, rebuild_kernel
 
         if op.plan is not None:
             try:
-                return runtime.rebuild_kernel(op, device, runtime.PlanRecord.from_json(op.plan.data))
+                return rebuild_kernel(op, device, PlanRecord.from_json(op.plan.data))
             except Exception as e:
                 warnings.warn(
                     f"the cuDNN plan recorded for a {group_attr(op, GROUP_KIND_ATTR) or 'cudnn'} graph ({op.plan.data}) does not "
@@ -202,18 +201,15 @@ class RecordedKernels:
                     stacklevel=2,
                 )
         with knobs.override(autotune=False):  # heuristics only: load never times plans
-            return runtime.build_kernel(op, device, signature)
+            return build_kernel(op, device, signature)
 
     def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
-        from dnnc.backends.triton import compile_group, compiler
-        from dnnc.backends.triton.configs import candidates
-        from dnnc.backends.triton.kernels import GroupInfo, generate
-        from dnnc.backends.triton.launch import TritonKernel
+        from dnnc.backends.triton import GroupInfo, TritonKernel, candidate_configs, compile_group, generate, interpreting
 
         record = self.triton_records.get(ordinal) if ordinal is not None else None
         info = GroupInfo.of(op)
         expected = len(op.body.block.args) + len(op.outputs)
-        heuristic = candidates(info)[0]
+        heuristic = candidate_configs(info)[0]
         problem = _record_problem(record, info.kind, expected, heuristic)
         if problem is not None:
             warnings.warn(
@@ -225,7 +221,7 @@ class RecordedKernels:
                 return compile_group(op, device)
         assert record is not None and record.config is not None
         config = {**heuristic, **record.config}
-        interpret = compiler.interpreting()
+        interpret = interpreting()
         regenerated = generate(op, config, interpret=interpret)
         # A record is written by a GPU build, or by the interpreter in the tests: either form matches
         # (the other form is generated only when this one differs).

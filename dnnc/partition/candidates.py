@@ -30,11 +30,9 @@ from dataclasses import dataclass, field
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation
 
-from dnnc.backends.cudnn.grouping import grow_epilogue
-from dnnc.backends.cudnn.patterns import accepted_pattern, group_label
+from dnnc.backends.cudnn import accepted_pattern, group_label, grow_epilogue
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
-from dnnc.backends.triton.fusion import fusion_groups
-from dnnc.backends.triton.ops import kind_of
+from dnnc.backends.triton import fusion_groups, kind_of
 from dnnc.ir import extern, tcp
 from dnnc.ir.analysis import compile_time_values
 from dnnc.partition.cost import boundary_values

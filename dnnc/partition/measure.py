@@ -20,7 +20,7 @@ import torch
 
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
-from dnnc.backends.triton.fusion import PART_ATTR
+from dnnc.backends.triton import PART_ATTR
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import DnncError
 from dnnc.ir import cudnn as cudnn_dialect

@@ -134,7 +134,7 @@ def _precompile_triton(programs: Iterable[Any], device: torch.device) -> None:
     if not groups:
         return
     try:
-        from dnnc.backends.triton.launch import precompile_groups
+        from dnnc.backends.triton import precompile_groups
 
         precompile_groups(groups, device)
     except Exception as e:  # only costs time: each kernel compiles when it is built

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.ir import Operation
 
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, SPEC_PLAN_ATTR
-from dnnc.backends.triton.fusion import PART_ATTR
+from dnnc.backends.triton import PART_ATTR
 from dnnc.ir.attrs import int_attr
 from dnnc.ir.outline import outline
 from dnnc.partition.candidates import Candidate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from xdsl.ir import SSAValue
 
-from dnnc.backends.reference.interpreter import evaluate_op
+from dnnc.backends.reference import evaluate_op
 from dnnc.ir import tcp
 from dnnc.ir.params import ParamStore
 

@@ -33,8 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
-from dnnc.backends.reference.interpreter import execute
-from dnnc.backends.reference.rules import Value
+from dnnc.backends.reference import Value, execute
 from dnnc.errors import ArtifactError
 from dnnc.ir import cudnn, extern, tcp
 from dnnc.ir.program import Program
@@ -108,7 +107,7 @@ class TunedKernels:
     """Compile time: cuDNN plans tuned (or rebuilt from the plan cache), Triton configs timed."""
 
     def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel:
-        from dnnc.backends.cudnn.runtime import build_kernel
+        from dnnc.backends.cudnn import build_kernel
 
         return build_kernel(op, device, signature)
 
@@ -187,10 +186,8 @@ class GpuExecutor:
     def _build_graphs(self) -> dict[Operation, GroupKernel]:
         """Every cuDNN graph's kernel (identical graphs built once). The graphs cuDNN
         builds none for are raised to tcp and fused into Triton groups in their place."""
-        from dnnc.backends.cudnn.raising import RaiseError, raise_graph
-        from dnnc.backends.cudnn.runtime import GraphUnsupported
-        from dnnc.backends.cudnn.signature import graph_signature
-        from dnnc.backends.triton.fusion import TritonFuse
+        from dnnc.backends.cudnn import GraphUnsupported, RaiseError, graph_signature, raise_graph
+        from dnnc.backends.triton import TritonFuse
         from dnnc.errors import BackendUnavailable
         from dnnc.ir.context import make_context
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from dnnc.backends.triton.configs import config_problem
+from dnnc.backends.triton import config_problem
 from dnnc.errors import DnncError
 from dnnc.specs.match import Matcher, parse_matcher
 

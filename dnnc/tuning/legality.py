@@ -70,15 +70,14 @@ def _check_graph(graph: cudnn.GraphOp, on_gpu: bool) -> str:
         return f"lowers to a cuDNN graph; engine {plan['engine']} is checked on a GPU only"
     import torch
 
-    from dnnc.backends.cudnn.runtime import PlanRecord, rebuild_kernel
+    from dnnc.backends.cudnn import PlanRecord, rebuild_kernel
 
     kernel = rebuild_kernel(graph, torch.device("cuda"), PlanRecord.from_json(graph.plan.data))
     return f"engine {kernel.plan.engine} builds for this graph here"
 
 
 def _check_kernel(group: tcp.IsolatedGroupOp, on_gpu: bool) -> str:
-    from dnnc.backends.triton.kernels import GroupInfo, generate
-    from dnnc.backends.triton.launch import compile_group, spec_or_candidates
+    from dnnc.backends.triton import GroupInfo, compile_group, generate, spec_or_candidates
 
     info = GroupInfo.of(group)
     config: dict[str, Any] = spec_or_candidates(info)[0]

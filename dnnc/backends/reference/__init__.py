@@ -2,6 +2,7 @@
 op means and is the oracle every other backend is tested against."""
 
 from dnnc.backends.reference import cudnn_rules  # noqa: F401 - registers the cudnn dialect's rules
-from dnnc.backends.reference.interpreter import ReferenceExecutor, evaluate_op
+from dnnc.backends.reference.interpreter import ReferenceExecutor, evaluate_op, execute
+from dnnc.backends.reference.rules import Value
 
-__all__ = ["ReferenceExecutor", "evaluate_op"]
+__all__ = ["ReferenceExecutor", "Value", "evaluate_op", "execute"]

@@ -16,23 +16,45 @@ pass registry does not pay for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dnnc.backends.triton.emitter import CodegenError
-from dnnc.backends.triton.fusion import TritonFuse
-from dnnc.backends.triton.kernels import KernelSource, generate
-from dnnc.backends.triton.ops import KINDS
+from dnnc.backends.triton.fusion import PART_ATTR, TritonFuse, fusion_groups
+from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
+from dnnc.backends.triton.ops import KINDS, kind_of
+from dnnc.lazy import lazy_names
 
 if TYPE_CHECKING:
     from dnnc.backends.triton.launch import TritonKernel, compile_group
 
+PUBLIC = {
+    "compile_group": "launch",
+    "TritonKernel": "launch",
+    "precompile_groups": "launch",
+    "spec_or_candidates": "launch",
+    "config_problem": "configs",
+    "candidate_configs": "configs:candidates",
+    "interpreting": "compiler",
+}
+"""The surface the other stages use beyond the names imported above; ``launch`` and
+``compiler`` import Triton itself, so they load on first use."""
+__getattr__ = lazy_names(__name__, PUBLIC)
 
-def __getattr__(name: str) -> Any:
-    if name in ("compile_group", "TritonKernel"):
-        from dnnc.backends.triton import launch
-
-        return getattr(launch, name)
-    raise AttributeError(name)
-
-
-__all__ = ["KINDS", "CodegenError", "KernelSource", "TritonFuse", "TritonKernel", "compile_group", "generate"]
+__all__ = [
+    "KINDS",
+    "PART_ATTR",
+    "CodegenError",
+    "GroupInfo",
+    "KernelSource",
+    "TritonFuse",
+    "TritonKernel",
+    "candidate_configs",
+    "compile_group",
+    "config_problem",
+    "fusion_groups",
+    "generate",
+    "interpreting",
+    "kind_of",
+    "precompile_groups",
+    "spec_or_candidates",
+]
