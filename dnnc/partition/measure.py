@@ -19,14 +19,10 @@ from typing import Any
 import torch
 
 from dnnc import knobs
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR
-from dnnc.backends.triton import PART_ATTR
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import DnncError
-from dnnc.ir import cudnn as cudnn_dialect
-from dnnc.ir.attrs import int_attr
-from dnnc.ir.outline import outline
 from dnnc.ir.program import Program
+from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate, graph_nodes
 from dnnc.partition.extract import extract
 from dnnc.version import __version__
@@ -41,23 +37,19 @@ class NotLowered(DnncError):
 
 
 def lower_alone(candidate: Candidate, params: Any) -> Program:
-    """The candidate as its own program, lowered for its backend."""
+    """The candidate as its own program, lowered for its backend as the whole program
+    would be (``partition.backends``); a group its backend does not keep raises ``NotLowered``."""
     from dnnc.passes import run_passes
-    from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
 
     program = extract(candidate.ops, params)
-    nodes = graph_nodes(program.entry.body.block)
-    if candidate.backend == "cudnn":
-        outline(nodes, [nodes[-1].results[0]], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: candidate.kind})
-    elif candidate.backend == "triton":
-        for op in nodes:
-            op.attributes[PART_ATTR] = int_attr(0)
-    else:
+    backend = BACKENDS.get(candidate.backend)
+    if backend is None:
         return program
-    stage = PARTITIONED if candidate.backend == "cudnn" else TRITON_STAGE  # as in the whole program
-    run_passes(program, stage)
-    if candidate.backend == "cudnn" and not any(isinstance(op, cudnn_dialect.GraphOp) for op in program.entry.body.block.ops):
-        raise NotLowered("lower-cudnn kept the group in tcp (see the dnnc.cudnn log)")
+    backend.mark(graph_nodes(program.entry.body.block), candidate.kind, 0, None)
+    run_passes(program, backend.stage)
+    problem = backend.not_lowered(list(program.entry.body.block.ops))
+    if problem is not None:
+        raise NotLowered(problem)
     return program
 
 

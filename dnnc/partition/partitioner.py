@@ -36,6 +36,7 @@ from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.rewriting import ParamPass
 from dnnc.partition import DECISIONS_ATTR, memo
+from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
 from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
 from dnnc.partition.cost import peaks_for
@@ -181,9 +182,7 @@ def measure_what_matters(
                 chosen += [allowed[i] for i in cover_by(preds, allowed).chosen]
             except NoCover:
                 continue
-        if all(
-            c.measured_ms is not None or c.fixed or c.spec is not None or c.backend not in ("cudnn", "triton") for c in chosen
-        ):
+        if all(c.measured_ms is not None or c.fixed or c.spec is not None or c.backend not in BACKENDS for c in chosen):
             break
         candidates = measure(chosen, candidates, params, report, times)
     return candidates

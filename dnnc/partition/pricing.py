@@ -29,6 +29,7 @@ import torch
 from dnnc import knobs
 from dnnc.errors import DnncError
 from dnnc.partition import memo
+from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate
 from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
 from dnnc.partition.measure import cached_ms, known_to_lower, remember_lowers, time_alone
@@ -88,7 +89,7 @@ def measure(
     with knobs.override(autotune=settings.autotune and settings.measure_autotune):
         pending: dict[tuple[str, str, str], Candidate] = {}
         for c in chosen:
-            if c.measured_ms is None and not c.fixed and c.spec is None and c.backend in ("cudnn", "triton"):
+            if c.measured_ms is None and not c.fixed and c.spec is None and c.backend in BACKENDS:
                 pending.setdefault(identity(c, params), c)
         lowered = {}
         for key, c in pending.items():
@@ -103,7 +104,7 @@ def measure(
                 lowered[key] = memo.current().lowered(c, params)
             except DnncError as e:
                 times[key] = str(e)
-        _precompile_triton(lowered.values(), device)
+        _precompile(lowered.values(), device)
         for key, program in lowered.items():
             times[key] = _time(pending[key], program, device, report)
     failed: set[int] = set()
@@ -120,25 +121,16 @@ def measure(
     return kept
 
 
-def _precompile_triton(programs: Iterable[Any], device: torch.device) -> None:
-    """Every Triton kernel the round will build, compiled side by side (``precompile_groups``)."""
-    from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
-    from dnnc.ir import tcp
-
-    groups = [
-        op
-        for program in programs
-        for op in program.entry.body.block.ops
-        if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
-    ]
-    if not groups:
-        return
-    try:
-        from dnnc.backends.triton import precompile_groups
-
-        precompile_groups(groups, device)
-    except Exception as e:  # only costs time: each kernel compiles when it is built
-        log.info("partition: compiling the round's Triton kernels ahead failed: %s: %s", type(e).__name__, e)
+def _precompile(programs: Iterable[Any], device: torch.device) -> None:
+    """Every kernel the round will build, compiled side by side where its backend can."""
+    ops = [op for program in programs for op in program.entry.body.block.ops]
+    for backend in BACKENDS.values():
+        if backend.precompile is None:
+            continue
+        try:
+            backend.precompile(ops, device)
+        except Exception as e:  # only costs time: each kernel compiles when it is built
+            log.info("partition: compiling the round's %s kernels ahead failed: %s: %s", backend.name, type(e).__name__, e)
 
 
 def identity(c: Candidate, params: Any) -> tuple[str, str, str]:

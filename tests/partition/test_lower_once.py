@@ -32,7 +32,7 @@ def test_a_cold_auto_compile_of_resnet50_lowers_each_distinct_candidate_once(
     if measured:  # every decision measures; the contest re-decides cudnn-only and triton-only
         monkeypatch.setattr(partitioner, "should_measure", lambda: True)
         monkeypatch.setattr(pricing, "time_alone", lambda c, program, device, text: c.estimated_ms)
-        monkeypatch.setattr(pricing, "_precompile_triton", lambda programs, device: None)
+        monkeypatch.setattr(pricing, "_precompile", lambda programs, device: None)
     model, inputs = resnet50(batch=1)
     program = to_canonical_tcp(model.eval(), inputs)
     with knobs.override(cache=False):

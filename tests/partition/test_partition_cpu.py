@@ -244,7 +244,7 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache
         return 2 * c.estimated_ms
 
     monkeypatch.setattr(pricing, "_time", fake_time)
-    monkeypatch.setattr(pricing, "_precompile_triton", lambda programs, device: None)
+    monkeypatch.setattr(pricing, "_precompile", lambda programs, device: None)
     preds = node_preds(nodes)
     kept = measure_what_matters(preds, priced, program.params, report)
     assert timed and len(timed) == len(set(timed)), "each distinct group timed once"

@@ -110,7 +110,7 @@ def test_spec_decided_groups_are_not_timed(spec, monkeypatch) -> None:
     path = spec(CUDNN_SPEC)
     timed: list[str] = []
     monkeypatch.setattr(partitioner, "should_measure", lambda: True)
-    monkeypatch.setattr(pricing, "_precompile_triton", lambda programs, device: None)
+    monkeypatch.setattr(pricing, "_precompile", lambda programs, device: None)
     monkeypatch.setattr(pricing, "_time", lambda c, program, device, report: timed.append(c.kind) or 1.0)
     monkeypatch.setattr(partitioner.Partition, "whole_program_check", lambda self, *a: ("auto", {"winner": "auto"}))
     program, _, _ = block_program(torch.float16)

@@ -22,6 +22,8 @@ PUBLIC = {
     "raise_graph": "raising",
     "RaiseError": "raising",
     "graph_signature": "signature",
+    "mark_group": "marking",
+    "not_lowered": "marking",
 }
 __getattr__ = lazy_names(__name__, PUBLIC)
 

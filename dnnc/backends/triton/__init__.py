@@ -35,6 +35,9 @@ PUBLIC = {
     "config_problem": "configs",
     "candidate_configs": "configs:candidates",
     "interpreting": "compiler",
+    "mark_group": "marking",
+    "not_lowered": "marking",
+    "precompile_lowered": "marking",
 }
 """The surface the other stages use beyond the names imported above; ``launch`` and
 ``compiler`` import Triton itself, so they load on first use."""
@@ -55,6 +58,9 @@ __all__ = [
     "generate",
     "interpreting",
     "kind_of",
+    "mark_group",
+    "not_lowered",
     "precompile_groups",
+    "precompile_lowered",
     "spec_or_candidates",
 ]

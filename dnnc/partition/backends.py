@@ -1,0 +1,40 @@
+"""The backends the partitioner chooses among, as a table: how a chosen group is
+written into the IR (``mark``), the passes that lower a program so marked
+(``stage``), and whether the lowering kept a group (``not_lowered``). The partitioner
+iterates over it; what is particular to a backend stays in its package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.ir import Operation
+
+from dnnc.backends import cudnn, triton
+from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
+
+
+@dataclass(frozen=True)
+class ChoosableBackend:
+    name: str
+    mark: Callable[[Sequence[Operation], str, int, str | None], None]
+    """(the group's ops, its kind, its number among the chosen, a spec's plan)."""
+    stage: str
+    """Lowers a program whose groups of this backend are marked, as the whole program is."""
+    not_lowered: Callable[[Sequence[Operation]], str | None]
+    """Given the lowered program's top-level ops: why the group is not this backend's."""
+    marks_fixed: bool
+    """Whether a group the program already holds (``Candidate.fixed``) is marked again."""
+    precompile: Callable[[Sequence[Operation], Any], None] | None = None
+    """Given lowered programs' top-level ops and the device: build their kernels side by
+    side ahead of timing them one by one."""
+
+
+BACKENDS: dict[str, ChoosableBackend] = {
+    "triton": ChoosableBackend(
+        "triton", triton.mark_group, TRITON_STAGE, triton.not_lowered, marks_fixed=True, precompile=triton.precompile_lowered
+    ),
+    "cudnn": ChoosableBackend("cudnn", cudnn.mark_group, PARTITIONED, cudnn.not_lowered, marks_fixed=False),
+}
+"""In marking order: Triton's numbers are written before cuDNN's groups are outlined."""
