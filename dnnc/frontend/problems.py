@@ -17,6 +17,15 @@ from dnnc.frontend.source_location import SourceLocation, locate
 NO_RULE = "no import rule"
 """The reason given for an op the rule table has no entry for."""
 
+WORKAROUNDS: dict[str, str] = {
+    "transformers.grouped_mm_fallback.default": (
+        "transformers' mixture-of-experts layers run their experts as a grouped matmul over data-dependent "
+        'token counts (histc); dnnc compiles the batched form: call model.set_experts_implementation("batched_mm") '
+        "before compiling"
+    ),
+}
+"""What a user can do about an op dnnc does not take, where a library offers another form of the same model."""
+
 
 @dataclass(frozen=True)
 class UnsupportedOp:
@@ -81,4 +90,5 @@ def table(ops: Sequence[UnsupportedOp]) -> str:
     for o in ops:
         where = f"  (first at {o.first_at.brief()})" if o.first_at is not None else ""
         rows.append(f"  {o.op:<{op_width}}  x{o.count:<{count_width}}  {o.reason}{where}")
-    return "\n".join([header, *rows])
+    advice = [f"  {o.op}: {WORKAROUNDS[o.op]}" for o in {o.op: o for o in ops}.values() if o.op in WORKAROUNDS]
+    return "\n".join([header, *rows, *(["what to do:", *advice] if advice else [])])

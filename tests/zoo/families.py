@@ -51,6 +51,24 @@ def _hf(config: str, model: str, field: str, inputs: str = "tokens", seq: int = 
     return lambda: zoo.hf_model(config, model, 2, seq, field, inputs=inputs, **config_args)
 
 
+def _mixtral() -> Example:
+    """Mixtral's experts in transformers' batched form (its default, a grouped matmul
+    over data-dependent token counts, is refused with that advice: ``problems.WORKAROUNDS``)."""
+    model, inputs = zoo.hf_model(
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        2,
+        16,
+        "logits",
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        **DECODER,
+    )
+    model.model.set_experts_implementation("batched_mm")
+    return model, inputs
+
+
 def _unet_condition() -> Example:
     return zoo.unet2d_condition(batch=2, size=16, channels=(32, 64), groups=8, context=8, context_dim=32)
 
@@ -68,6 +86,12 @@ FAMILIES = [
     FamilyCase("swin_tiny_patch4_window7_224", "timm", _timm("swin_tiny_patch4_window7_224", size=112, img_size=112)),
     FamilyCase("levit_128s", "timm", _timm("levit_128s", img_size=64)),
     FamilyCase("ghostnet_100", "timm", _timm("ghostnet_100")),
+    FamilyCase("mobilevit_xxs", "timm", _timm("mobilevit_xxs")),
+    FamilyCase("efficientvit_b0", "timm", _timm("efficientvit_b0")),
+    FamilyCase("fastvit_t8", "timm", _timm("fastvit_t8")),
+    FamilyCase("inception_v3", "timm", _timm("inception_v3", size=96)),
+    FamilyCase("maxvit_nano_rw_256", "timm", _timm("maxvit_nano_rw_256", size=128, img_size=128)),
+    FamilyCase("eva02_tiny_patch14_224", "timm", _timm("eva02_tiny_patch14_224", size=112, img_size=112)),
     # Mixer's classifier starts at zero; its pooled features are what the blocks compute.
     FamilyCase("mixer_s32_224", "timm", _timm("mixer_s32_224", img_size=64, num_classes=0)),
     FamilyCase("poolformer_s12", "timm", _timm("poolformer_s12")),
@@ -219,6 +243,59 @@ FAMILIES = [
             num_conv_pos_embeddings=16,
             num_conv_pos_embedding_groups=4,
             **TEXT,
+        ),
+    ),
+    FamilyCase(
+        "qwen3", "transformers", _hf("Qwen3Config", "Qwen3ForCausalLM", "logits", num_key_value_heads=2, head_dim=16, **DECODER)
+    ),
+    FamilyCase(
+        "gptj",
+        "transformers",
+        _hf(
+            "GPTJConfig",
+            "GPTJForCausalLM",
+            "logits",
+            n_layer=2,
+            n_embd=64,
+            n_head=4,
+            rotary_dim=8,
+            vocab_size=1000,
+            use_cache=False,
+        ),
+    ),
+    FamilyCase("mixtral", "transformers", _mixtral),
+    FamilyCase(
+        "bart_encoder",
+        "transformers",
+        _hf(
+            "BartConfig",
+            "BartModel",
+            "encoder_last_hidden_state",
+            encoder_layers=1,
+            decoder_layers=1,
+            d_model=64,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=128,
+            decoder_ffn_dim=128,
+            vocab_size=1000,
+            use_cache=False,
+        ),
+    ),
+    FamilyCase(
+        "dinov2",
+        "transformers",
+        _hf(
+            "Dinov2Config",
+            "Dinov2Model",
+            "last_hidden_state",
+            "image",
+            64,
+            num_hidden_layers=2,
+            hidden_size=64,
+            num_attention_heads=4,
+            image_size=64,
+            patch_size=16,
         ),
     ),
     FamilyCase("unet2d_condition", "diffusers", _unet_condition),

@@ -22,3 +22,26 @@ def test_family_model_matches_eager(case: FamilyCase) -> None:
     assert got.shape == expected.shape and got.dtype == expected.dtype
     err = relative_error(got, expected)
     assert err <= ZOO_TOLERANCE, f"{case.name}: relative error {err:.2e} against eager float32"
+
+
+def test_a_mixture_of_experts_in_its_grouped_form_is_refused_with_the_way_out() -> None:
+    """transformers' default experts form needs ops dnnc does not take; the error says
+    which form compiles (the family case ``mixtral`` compiles that one)."""
+    pytest.importorskip("transformers")
+    from dnnc.errors import UnsupportedOpError
+    from dnnc.models import zoo
+    from tests.zoo.families import DECODER
+
+    model, inputs = zoo.hf_model(
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        2,
+        16,
+        "logits",
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        **DECODER,
+    )
+    with pytest.raises(UnsupportedOpError, match=r"grouped_mm(.|\n)*set_experts_implementation\(\"batched_mm\"\)"):
+        dnnc.compile(model, inputs, device="cpu")
