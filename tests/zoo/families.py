@@ -51,10 +51,10 @@ def _hf(config: str, model: str, field: str, inputs: str = "tokens", seq: int = 
     return lambda: zoo.hf_model(config, model, 2, seq, field, inputs=inputs, **config_args)
 
 
-def _mixtral() -> Example:
-    """Mixtral's experts in transformers' batched form (its default, a grouped matmul
-    over data-dependent token counts, is refused with that advice: ``problems.WORKAROUNDS``)."""
-    model, inputs = zoo.hf_model(
+def mixtral_as_built() -> Example:
+    """A small Mixtral with transformers' default experts form: a grouped matmul over
+    data-dependent token counts, which dnnc refuses with advice (``problems.WORKAROUNDS``)."""
+    return zoo.hf_model(
         "MixtralConfig",
         "MixtralForCausalLM",
         2,
@@ -65,6 +65,11 @@ def _mixtral() -> Example:
         num_experts_per_tok=2,
         **DECODER,
     )
+
+
+def _mixtral() -> Example:
+    """The same Mixtral with its experts in transformers' batched form, which compiles."""
+    model, inputs = mixtral_as_built()
     model.model.set_experts_implementation("batched_mm")
     return model, inputs
 

@@ -29,19 +29,8 @@ def test_a_mixture_of_experts_in_its_grouped_form_is_refused_with_the_way_out() 
     which form compiles (the family case ``mixtral`` compiles that one)."""
     pytest.importorskip("transformers")
     from dnnc.errors import UnsupportedOpError
-    from dnnc.models import zoo
-    from tests.zoo.families import DECODER
+    from tests.zoo.families import mixtral_as_built
 
-    model, inputs = zoo.hf_model(
-        "MixtralConfig",
-        "MixtralForCausalLM",
-        2,
-        16,
-        "logits",
-        num_key_value_heads=2,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        **DECODER,
-    )
+    model, inputs = mixtral_as_built()
     with pytest.raises(UnsupportedOpError, match=r"grouped_mm(.|\n)*set_experts_implementation\(\"batched_mm\"\)"):
         dnnc.compile(model, inputs, device="cpu")
