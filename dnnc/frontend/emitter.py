@@ -80,7 +80,7 @@ class Checkpoint:
     kernels: frozenset[str]
 
 
-class AtenEmitter(TcpBuilder):
+class Emitter(TcpBuilder):
     def __init__(self, block: Block, params: ParamStore):
         super().__init__(TcpBuilder.at_end(block).insert_point)
         self.block = block

@@ -34,7 +34,7 @@ from dnnc.errors import DnncError, ExportError, UnsupportedOpError
 from dnnc.frontend.aten import IGNORED, IMPORT_RULES, bind_args
 from dnnc.frontend.aten.attention import SDPA_OPS
 from dnnc.frontend.constants import STORED_KINDS, ConstantGraph, stored_tensor
-from dnnc.frontend.emitter import BROKEN, AtenEmitter, Broken, FoldedConstant, OpRefused, PendingParam
+from dnnc.frontend.emitter import BROKEN, Broken, Emitter, FoldedConstant, OpRefused, PendingParam
 from dnnc.frontend.export_errors import export_error, held_torch_output
 from dnnc.frontend.problems import NO_RULE, Problems, UnsupportedOp, op_name
 from dnnc.ir import tcp
@@ -168,7 +168,7 @@ class _Import:
                 raise UnsupportedOpError(f"input {name!r}: {e}") from None
 
         block = Block(arg_types=input_types)
-        em = self.em = AtenEmitter(block, ParamStore())
+        em = self.em = Emitter(block, ParamStore())
         for name, arg in zip(user_inputs, block.args):
             arg.name_hint = _hint(name)
             em.values[nodes[name]] = arg

@@ -184,13 +184,13 @@ def test_evaluation_computes_each_node_once(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_rule_that_refuses_halfway_leaves_nothing_behind() -> None:
     from xdsl.ir import Block
 
-    from dnnc.frontend.emitter import AtenEmitter, OpRefused
+    from dnnc.frontend.emitter import Emitter, OpRefused
     from dnnc.ir.params import ParamStore
     from dnnc.ir.types import tensor_type
 
     f32 = tensor_type((2,), torch.float32)
     block = Block(arg_types=[f32])
-    em = AtenEmitter(block, ParamStore())
+    em = Emitter(block, ParamStore())
     kept = em.param("w", torch.ones(2))
     checkpoint = em.checkpoint()
     with pytest.raises(OpRefused, match="halfway"):

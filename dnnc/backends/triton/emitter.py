@@ -1,6 +1,6 @@
 """Triton expressions for tcp values at symbolic positions.
 
-A kernel asks ``Emitter.value(v, index, mask)``: "the value of ``v`` at these
+A kernel asks ``KernelEmitter.value(v, index, mask)``: "the value of ``v`` at these
 positions, for the lanes where ``mask`` holds" and gets the name of a Triton
 variable. Index ops (``ops.INDEX_OPS``) turn into arithmetic on the positions
 (a transpose permutes them, a broadcast zeroes some, a gather loads them) and a
@@ -92,7 +92,7 @@ def _describe_op(op: Operation) -> str:
     return f"{op.name} on ({types})"
 
 
-class Emitter:
+class KernelEmitter:
     """Accumulates the lines of one kernel body."""
 
     def __init__(self, pointers: dict[SSAValue, str], interpret: bool = False):

@@ -1,7 +1,7 @@
 """Triton source for one ``tcp.isolated_group`` and one config, per kernel kind.
 
 Each kind is a small skeleton (which positions a program owns, which loops it
-runs); everything else in the group is evaluated through ``Emitter.value`` at the
+runs); everything else in the group is evaluated through ``KernelEmitter.value`` at the
 positions the skeleton asks for, so prologues (ops before the anchor) and
 epilogues (elementwise ops after it) fuse by construction:
 
@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Emitter, Index
+from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
@@ -77,7 +77,7 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     if axes is not None:
         return _tiled(info, axes, config, interpret)
     (n,) = sizes
-    em = Emitter(pointers, interpret)
+    em = KernelEmitter(pointers, interpret)
     em.tile = "(BLOCK,)"
     em.line(f"pid = tl.program_id(0){index_type(largest_tensor(info))}")
     em.line("offs = pid * BLOCK + tl.arange(0, BLOCK)")
@@ -99,7 +99,7 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
     tiles_m, tiles_n = math.ceil(shape[load] / block_m), math.ceil(shape[store] / block_n)
     outer_shape = tuple(d for i, d in enumerate(shape) if i not in axes)
     programs = tiles_m * tiles_n * math.prod(outer_shape)
-    em = Emitter(pointers, interpret)
+    em = KernelEmitter(pointers, interpret)
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.comment(f"rows: axis {load} (the input is contiguous along it), columns: axis {store} (the output is)")
     em.line(f"pid = tl.program_id(0){index_type(largest_tensor(info))}")
@@ -139,7 +139,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     for y in info.outputs:
         if shape_of(y) != out_shape or not info.depends_on_anchor(y):
             raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
-    em = Emitter(pointers, interpret)
+    em = KernelEmitter(pointers, interpret)
     elem = element_name(element_of(op.results[0]))
     em.line("pid_m = tl.program_id(0)")
     em.line("pid_n = tl.program_id(1)")
@@ -195,7 +195,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(n / bn), batch), launch_options(config))
 
 
-def _conv_geometry(op: tcp.Conv2dOp, em: Emitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:
+def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:
     """Implicit GEMM: rows are output pixels (n, ho, wo), columns output channels of
     one group (``pid_b``), K runs over (input channel of the group, kh, kw)."""
     nb, c, h, w = shape_of(op.input)
@@ -251,7 +251,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     upcast = interpret and elem == "bf16"
     precision = ', input_precision="ieee"' if elem == "f32" or upcast else ""
     dot_type = "tl.float32" if upcast else TL_TYPES[elem]
-    em = Emitter(pointers, interpret)
+    em = KernelEmitter(pointers, interpret)
     em.line("pid_m = tl.program_id(0)")
     em.line("pid_bh = tl.program_id(1)")
     em.line(f"bi = pid_bh // {h}")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from xdsl.ir import Operation
 
-from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Emitter, Index
+from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import load_axis
 from dnnc.backends.triton.skeleton import (
     GroupInfo,
@@ -54,7 +54,7 @@ def row_axes(op: Operation) -> list[int]:
 class _Passes:
     """Column passes over the rows: one loop each, or one shared tile when a row fits."""
 
-    def __init__(self, em: Emitter, r: int, looped: bool):
+    def __init__(self, em: KernelEmitter, r: int, looped: bool):
         self.em, self.r, self.looped, self.opened = em, r, looped, False
 
     def __call__(self) -> contextlib.AbstractContextManager[None]:
@@ -97,7 +97,7 @@ class _Row:
         self.red_shape = [shape[a] for a in axes]
         self.rows, self.r = math.prod(self.row_shape), math.prod(self.red_shape)
         pointers, self.signature, outs = pointer_names(info)
-        self.em = em = Emitter(pointers, interpret)
+        self.em = em = KernelEmitter(pointers, interpret)
         em.tile = TILE
         em.line(f"pid = tl.program_id(0){index_type(self.rows * self.r)}")
         em.line("rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
-from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Emitter, storage_type, yielded
+from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
 from dnnc.ir.text import print_ir
@@ -99,14 +99,14 @@ def pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str],
     return pointers, signature, outs
 
 
-def assemble(info: GroupInfo, em: Emitter, signature: dict[str, str], constants: dict[str, int]) -> tuple[str, str]:
+def assemble(info: GroupInfo, em: KernelEmitter, signature: dict[str, str], constants: dict[str, int]) -> tuple[str, str]:
     name = f"dnnc_{info.kind}"
     lines = header(info, name, constants)
     lines += ["", "", "@triton.jit", f"def {name}({', '.join(signature)}):", *em.lines, ""]
     return name, "\n".join(lines)
 
 
-def store_output(em: Emitter, out: str, y: SSAValue, value: str, offset: str, mask: str) -> None:
+def store_output(em: KernelEmitter, out: str, y: SSAValue, value: str, offset: str, mask: str) -> None:
     em.line(f"tl.store({out} + {offset}, {value}.to({storage_type(y)}), mask={mask})")
 
 

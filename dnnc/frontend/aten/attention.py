@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, rule
-from dnnc.frontend.emitter import AtenEmitter, Unavailable
+from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr
 from dnnc.ir.types import element_of, shape_of
@@ -39,7 +39,7 @@ if hasattr(aten, "_scaled_dot_product_fused_attention_overrideable"):
 
 
 def attention(
-    em: AtenEmitter, query: Any, key: Any, value: Any, mask: Any, dropout_p: float, is_causal: bool, scale: Any, gqa: bool
+    em: Emitter, query: Any, key: Any, value: Any, mask: Any, dropout_p: float, is_causal: bool, scale: Any, gqa: bool
 ) -> SSAValue:
     """``tcp.attention`` on operands of any rank >= 3, as ``[B, H, S, D]``; the result
     in the shape the exported node has."""
@@ -71,7 +71,7 @@ def attention(
     return em.reshape(out, (*lead, sq[-2], shape_of(v)[-1]))
 
 
-def _mask(em: AtenEmitter, mask: Any, lead: tuple[int, ...], sq: int, sk: int, element: Any) -> SSAValue:
+def _mask(em: Emitter, mask: Any, lead: tuple[int, ...], sq: int, sk: int, element: Any) -> SSAValue:
     """The mask broadcast to ``[B, H, Sq, Sk]`` (leading dims merged into B)."""
     m = em.value(mask)
     if element_of(m) not in (i1, element):
@@ -85,7 +85,7 @@ def _mask(em: AtenEmitter, mask: Any, lead: tuple[int, ...], sq: int, sk: int, e
 
 @rule(aten.scaled_dot_product_attention.default)
 def sdpa(
-    em: AtenEmitter,
+    em: Emitter,
     query: Any,
     key: Any,
     value: Any,
@@ -104,21 +104,14 @@ def _with_unavailable(result: SSAValue, outputs: int) -> tuple[object, ...]:
 
 @rule(aten._scaled_dot_product_flash_attention.default)
 def flash(
-    em: AtenEmitter,
-    query: Any,
-    key: Any,
-    value: Any,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: Any = None,
-    **_: Any,
+    em: Emitter, query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None, **_: Any
 ) -> tuple[object, ...]:
     return _with_unavailable(attention(em, query, key, value, None, dropout_p, is_causal, scale, False), 9)
 
 
 @rule(aten._scaled_dot_product_flash_attention_for_cpu.default)
 def flash_cpu(
-    em: AtenEmitter,
+    em: Emitter,
     query: Any,
     key: Any,
     value: Any,
@@ -132,7 +125,7 @@ def flash_cpu(
 
 @rule(aten._scaled_dot_product_efficient_attention.default)
 def efficient(
-    em: AtenEmitter,
+    em: Emitter,
     query: Any,
     key: Any,
     value: Any,
@@ -146,7 +139,7 @@ def efficient(
 
 
 def _fused(
-    em: AtenEmitter,
+    em: Emitter,
     query: Any,
     key: Any,
     value: Any,
@@ -160,7 +153,7 @@ def _fused(
 
 @rule(aten._scaled_dot_product_cudnn_attention.default)
 def cudnn(
-    em: AtenEmitter,
+    em: Emitter,
     query: Any,
     key: Any,
     value: Any,
@@ -178,7 +171,7 @@ if hasattr(aten, "_scaled_dot_product_fused_attention_overrideable"):
 
     @rule(aten._scaled_dot_product_fused_attention_overrideable.default)
     def overrideable(
-        em: AtenEmitter,
+        em: Emitter,
         query: Any,
         key: Any,
         value: Any,

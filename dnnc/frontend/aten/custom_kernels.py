@@ -9,12 +9,12 @@ from torch._ops import OpOverload
 
 from dnnc.errors import KernelDeclarationError
 from dnnc.frontend.aten.registry import IMPORT_RULES
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir.extern import DispatchOp, constant_attrs, dispatch_result_types
 
 
 def register_import_rule(target: OpOverload, decl: Any) -> None:
-    def rule(em: AtenEmitter, **args: Any) -> Any:
+    def rule(em: Emitter, **args: Any) -> Any:
         inputs = [em.value(args[b.name]) for b in decl.inputs]
         constants = [args[c.name] for c in decl.call_constants]
         try:

@@ -10,13 +10,13 @@ from xdsl.dialects.builtin import StringAttr, i1
 from xdsl.ir import Attribute, SSAValue
 
 from dnnc.frontend.aten.registry import aten, rule
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr
 from dnnc.ir.types import element_of, is_float, shape_of
 
 
-def binary(em: AtenEmitter, op_type: type[tcp.TcpOp], a: Any, b: Any, element: Attribute | None = None) -> SSAValue:
+def binary(em: Emitter, op_type: type[tcp.TcpOp], a: Any, b: Any, element: Attribute | None = None) -> SSAValue:
     """``a <op> b`` computed in ``element`` (default: the node's result type)."""
     out = em.result_type()
     element = element or out.element_type
@@ -24,12 +24,12 @@ def binary(em: AtenEmitter, op_type: type[tcp.TcpOp], a: Any, b: Any, element: A
     return em.build(op_type, [em.operand(a, shape, element), em.operand(b, shape, element)])
 
 
-def unary(em: AtenEmitter, op_type: type[tcp.TcpOp], x: Any, **props: Attribute) -> SSAValue:
+def unary(em: Emitter, op_type: type[tcp.TcpOp], x: Any, **props: Attribute) -> SSAValue:
     out = em.result_type()
     return em.build(op_type, [em.operand(x, shape_of(out), out.element_type)], **props)
 
 
-def _scaled(em: AtenEmitter, other: Any, alpha: Any) -> Any:
+def _scaled(em: Emitter, other: Any, alpha: Any) -> Any:
     """``alpha * other`` for add/sub's alpha argument."""
     if alpha in (None, 1):
         return other
@@ -40,34 +40,34 @@ def _scaled(em: AtenEmitter, other: Any, alpha: Any) -> Any:
 
 
 @rule(aten.add.Tensor, aten.add.Scalar)
-def add(em: AtenEmitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
+def add(em: Emitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
     return binary(em, tcp.AddOp, self, _scaled(em, other, alpha))
 
 
 @rule(aten.sub.Tensor, aten.sub.Scalar)
-def sub(em: AtenEmitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
+def sub(em: Emitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
     return binary(em, tcp.SubOp, self, _scaled(em, other, alpha))
 
 
 @rule(aten.rsub.Scalar, aten.rsub.Tensor)
-def rsub(em: AtenEmitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
+def rsub(em: Emitter, self: Any, other: Any, alpha: Any = 1) -> SSAValue:
     return binary(em, tcp.SubOp, other, _scaled(em, self, alpha))
 
 
 @rule(aten.mul.Tensor, aten.mul.Scalar)
-def mul(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def mul(em: Emitter, self: Any, other: Any) -> SSAValue:
     if em.result_type().element_type == i1:
         return binary(em, tcp.LogicalAndOp, self, other)
     return binary(em, tcp.MulOp, self, other)
 
 
 @rule(aten.div.Tensor, aten.div.Scalar)
-def div(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def div(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.DivOp, self, other)
 
 
 @rule(aten.div.Tensor_mode, aten.div.Scalar_mode)
-def div_mode(em: AtenEmitter, self: Any, other: Any, rounding_mode: Any = None) -> SSAValue:
+def div_mode(em: Emitter, self: Any, other: Any, rounding_mode: Any = None) -> SSAValue:
     if rounding_mode is None:
         return binary(em, tcp.DivOp, self, other)
     if rounding_mode == "floor":
@@ -84,68 +84,68 @@ def div_mode(em: AtenEmitter, self: Any, other: Any, rounding_mode: Any = None) 
 
 
 @rule(aten.floor_divide.default, aten.floor_divide.Scalar)
-def floor_divide(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def floor_divide(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.FloorDivOp, self, other)
 
 
 @rule(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
-def remainder(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def remainder(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.RemainderOp, self, other)
 
 
 @rule(aten.fmod.Tensor, aten.fmod.Scalar)
-def fmod(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def fmod(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.FmodOp, self, other)
 
 
 @rule(aten.reciprocal.default)
-def reciprocal(em: AtenEmitter, self: Any) -> SSAValue:
+def reciprocal(em: Emitter, self: Any) -> SSAValue:
     return binary(em, tcp.DivOp, 1.0, self)
 
 
 @rule(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
-def pow_(em: AtenEmitter, self: Any, exponent: Any) -> SSAValue:
+def pow_(em: Emitter, self: Any, exponent: Any) -> SSAValue:
     if not is_float(em.result_type().element_type):
         em.unsupported("integer pow")
     return binary(em, tcp.PowOp, self, exponent)
 
 
 @rule(aten.maximum.default)
-def maximum(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def maximum(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.MaximumOp, self, other)
 
 
 @rule(aten.minimum.default)
-def minimum(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def minimum(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.MinimumOp, self, other)
 
 
-def _on_booleans(em: AtenEmitter) -> bool:
+def _on_booleans(em: Emitter) -> bool:
     return em.result_type().element_type == i1
 
 
 @rule(aten.logical_and.default)
-def logical_and(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def logical_and(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalAndOp, self, other)
 
 
 @rule(aten.logical_or.default)
-def logical_or(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def logical_or(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalOrOp, self, other)
 
 
 @rule(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor)
-def bitwise_and(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def bitwise_and(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalAndOp if _on_booleans(em) else tcp.BitwiseAndOp, self, other)
 
 
 @rule(aten.bitwise_or.Tensor, aten.bitwise_or.Scalar, aten.bitwise_or.Scalar_Tensor)
-def bitwise_or(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def bitwise_or(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalOrOp if _on_booleans(em) else tcp.BitwiseOrOp, self, other)
 
 
 @rule(aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.bitwise_xor.Scalar_Tensor)
-def bitwise_xor(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def bitwise_xor(em: Emitter, self: Any, other: Any) -> SSAValue:
     return logical_xor(em, self, other) if _on_booleans(em) else binary(em, tcp.BitwiseXorOp, self, other)
 
 
@@ -154,7 +154,7 @@ def bitwise_xor(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
     aten.__lshift__.Scalar,
     *(getattr(aten.bitwise_left_shift, o) for o in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
 )
-def shift_left(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def shift_left(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.ShiftLeftOp, self, other)
 
 
@@ -163,26 +163,26 @@ def shift_left(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
     aten.__rshift__.Scalar,
     *(getattr(aten.bitwise_right_shift, o) for o in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
 )
-def shift_right(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def shift_right(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.ShiftRightOp, self, other)
 
 
 @rule(aten.logical_xor.default)
-def logical_xor(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+def logical_xor(em: Emitter, self: Any, other: Any) -> SSAValue:
     shape = shape_of(em.result_type())
     a, b = em.operand(self, shape, i1), em.operand(other, shape, i1)
     return em.build(tcp.CompareOp, [a, b], predicate=StringAttr("ne"))
 
 
 @rule(aten.logical_not.default, aten.bitwise_not.default)
-def logical_not(em: AtenEmitter, self: Any) -> SSAValue:
+def logical_not(em: Emitter, self: Any) -> SSAValue:
     if em.result_type().element_type != i1:
         return unary(em, tcp.BitwiseNotOp, self)
     return unary(em, tcp.LogicalNotOp, self)
 
 
 def _compare(predicate: str) -> Any:
-    def run(em: AtenEmitter, self: Any, other: Any) -> SSAValue:
+    def run(em: Emitter, self: Any, other: Any) -> SSAValue:
         shape = shape_of(em.result_type())
         element = em.promoted_element(self, other)
         lhs, rhs = em.operand(self, shape, element), em.operand(other, shape, element)
@@ -197,7 +197,7 @@ for _pred in ("eq", "ne", "lt", "le", "gt", "ge"):
 
 
 @rule(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
-def where(em: AtenEmitter, condition: Any, self: Any, other: Any) -> SSAValue:
+def where(em: Emitter, condition: Any, self: Any, other: Any) -> SSAValue:
     out = em.result_type()
     shape = shape_of(out)
     cond = em.operand(condition, shape, i1)
@@ -252,16 +252,16 @@ LN2 = 0.6931471805599453
 
 
 @rule(aten.log2.default)
-def log2(em: AtenEmitter, self: Any) -> SSAValue:
+def log2(em: Emitter, self: Any) -> SSAValue:
     return binary(em, tcp.MulOp, unary(em, tcp.LogOp, self), 1.0 / LN2)
 
 
 @rule(aten.exp2.default)
-def exp2(em: AtenEmitter, self: Any) -> SSAValue:
+def exp2(em: Emitter, self: Any) -> SSAValue:
     return unary(em, tcp.ExpOp, binary(em, tcp.MulOp, self, LN2))
 
 
-def _float_value(em: AtenEmitter, x: Any) -> SSAValue:
+def _float_value(em: Emitter, x: Any) -> SSAValue:
     v = em.value(x)
     if not is_float(element_of(v)):
         em.unsupported(f"expected a float tensor, got {element_of(v)} (integers are never inf or NaN)")
@@ -269,20 +269,20 @@ def _float_value(em: AtenEmitter, x: Any) -> SSAValue:
 
 
 @rule(aten.isnan.default)
-def isnan(em: AtenEmitter, self: Any) -> SSAValue:
+def isnan(em: Emitter, self: Any) -> SSAValue:
     v = _float_value(em, self)
     return em.build(tcp.CompareOp, [v, v], predicate=StringAttr("ne"))
 
 
 @rule(aten.isinf.default)
-def isinf(em: AtenEmitter, self: Any) -> SSAValue:
+def isinf(em: Emitter, self: Any) -> SSAValue:
     v = _float_value(em, self)
     inf = em.constant(float("inf"), shape_of(v), element_of(v))
     return em.build(tcp.CompareOp, [em.build(tcp.AbsOp, [v]), inf], predicate=StringAttr("eq"))
 
 
 @rule(aten.isfinite.default)
-def isfinite(em: AtenEmitter, self: Any) -> SSAValue:
+def isfinite(em: Emitter, self: Any) -> SSAValue:
     """|x| < inf: false for infinities and NaN."""
     v = _float_value(em, self)
     inf = em.constant(float("inf"), shape_of(v), element_of(v))
@@ -290,11 +290,11 @@ def isfinite(em: AtenEmitter, self: Any) -> SSAValue:
 
 
 @rule(aten.gelu.default)
-def gelu(em: AtenEmitter, self: Any, approximate: str = "none") -> SSAValue:
+def gelu(em: Emitter, self: Any, approximate: str = "none") -> SSAValue:
     return unary(em, tcp.GeluOp, self, approximate=StringAttr(approximate))
 
 
-def clamp_value(em: AtenEmitter, x: Any, lo: Any, hi: Any) -> SSAValue:
+def clamp_value(em: Emitter, x: Any, lo: Any, hi: Any) -> SSAValue:
     bounds = {}
     if lo is not None:
         bounds["min"] = float_attr(lo)
@@ -306,22 +306,22 @@ def clamp_value(em: AtenEmitter, x: Any, lo: Any, hi: Any) -> SSAValue:
 
 
 @rule(aten.relu.default)
-def relu(em: AtenEmitter, self: Any) -> SSAValue:
+def relu(em: Emitter, self: Any) -> SSAValue:
     return clamp_value(em, self, 0.0, None)
 
 
 @rule(aten.hardtanh.default)
-def hardtanh(em: AtenEmitter, self: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> SSAValue:
+def hardtanh(em: Emitter, self: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> SSAValue:
     return clamp_value(em, self, min_val, max_val)
 
 
 @rule(aten.clamp.default)
-def clamp(em: AtenEmitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
+def clamp(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
     return clamp_value(em, self, min, max)
 
 
 @rule(aten.clamp.Tensor)
-def clamp_tensor(em: AtenEmitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
+def clamp_tensor(em: Emitter, self: Any, min: Any = None, max: Any = None) -> SSAValue:
     out = em.result_type()
     shape, element = shape_of(out), out.element_type
     x = em.operand(self, shape, element)
@@ -333,7 +333,7 @@ def clamp_tensor(em: AtenEmitter, self: Any, min: Any = None, max: Any = None) -
 
 
 @rule(aten.leaky_relu.default)
-def leaky_relu(em: AtenEmitter, self: Any, negative_slope: Any = 0.01) -> SSAValue:
+def leaky_relu(em: Emitter, self: Any, negative_slope: Any = 0.01) -> SSAValue:
     out = em.result_type()
     shape, element = shape_of(out), out.element_type
     x = em.operand(self, shape, element)
@@ -343,10 +343,10 @@ def leaky_relu(em: AtenEmitter, self: Any, negative_slope: Any = 0.01) -> SSAVal
 
 
 @rule(aten._to_copy.default)
-def to_copy(em: AtenEmitter, self: Any, **_: Any) -> SSAValue:
+def to_copy(em: Emitter, self: Any, **_: Any) -> SSAValue:
     return em.cast(em.value(self), em.result_type().element_type)
 
 
 @rule(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
-def identity(em: AtenEmitter, self: Any, **_: Any) -> SSAValue:
+def identity(em: Emitter, self: Any, **_: Any) -> SSAValue:
     return em.value(self)

@@ -19,13 +19,13 @@ from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
 from dnnc.frontend.aten.shape import gather, normalized_slice, slice_value
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr, int_attr
 from dnnc.ir.types import INDEX_TYPES, element_of, shape_of, tensor_type
 
 
-def _positions(em: AtenEmitter, n: int, axis: int, shape: tuple[int, ...]) -> SSAValue:
+def _positions(em: Emitter, n: int, axis: int, shape: tuple[int, ...]) -> SSAValue:
     """``i`` at every element of ``shape`` whose coordinate along ``axis`` is ``i``."""
     iota = em.emit(tcp.IotaOp(0, 1, tensor_type((n,), i64)))
     column = [1] * len(shape)
@@ -33,15 +33,15 @@ def _positions(em: AtenEmitter, n: int, axis: int, shape: tuple[int, ...]) -> SS
     return em.broadcast_to(em.reshape(iota, column), shape)
 
 
-def _compare(em: AtenEmitter, a: SSAValue, predicate: str, b: SSAValue) -> SSAValue:
+def _compare(em: Emitter, a: SSAValue, predicate: str, b: SSAValue) -> SSAValue:
     return em.build(tcp.CompareOp, [a, b], predicate=StringAttr(predicate))
 
 
-def _int(em: AtenEmitter, value: int, like: SSAValue) -> SSAValue:
+def _int(em: Emitter, value: int, like: SSAValue) -> SSAValue:
     return em.constant(value, shape_of(like), element_of(like))
 
 
-def _index_tensor(em: AtenEmitter, arg: Any, n: int, shape: tuple[int, ...] | None = None) -> SSAValue:
+def _index_tensor(em: Emitter, arg: Any, n: int, shape: tuple[int, ...] | None = None) -> SSAValue:
     """An integer index tensor (broadcast to ``shape``), negative indices wrapped by ``n``."""
     idx = em.value(arg)
     if element_of(idx) not in INDEX_TYPES:
@@ -52,7 +52,7 @@ def _index_tensor(em: AtenEmitter, arg: Any, n: int, shape: tuple[int, ...] | No
     return em.build(tcp.SelectOp, [negative, em.build(tcp.AddOp, [idx, _int(em, n, idx)]), idx])
 
 
-def _broadcast_shape(em: AtenEmitter, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+def _broadcast_shape(em: Emitter, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     rank = max(len(s) for s in shapes)
     out = []
     for dims in zip(*[(1,) * (rank - len(s)) + s for s in shapes]):
@@ -63,7 +63,7 @@ def _broadcast_shape(em: AtenEmitter, shapes: list[tuple[int, ...]]) -> tuple[in
     return tuple(out)
 
 
-def _flat_indices(em: AtenEmitter, x: SSAValue, indices: Any) -> tuple[SSAValue, SSAValue, int]:
+def _flat_indices(em: Emitter, x: SSAValue, indices: Any) -> tuple[SSAValue, SSAValue, int]:
     """Advanced indexing as one gather: ``x`` with its indexed dims merged into one axis
     (moved to the front first where they are not adjacent, as PyTorch places the
     result's index dims), the flat index into that axis (broadcast over the index
@@ -94,14 +94,14 @@ def _flat_indices(em: AtenEmitter, x: SSAValue, indices: Any) -> tuple[SSAValue,
 
 
 @rule(aten.index.Tensor)
-def index(em: AtenEmitter, self: Any, indices: Any) -> SSAValue:
+def index(em: Emitter, self: Any, indices: Any) -> SSAValue:
     """``x[i, j]`` with index tensors (and full slices where an entry is None)."""
     x, flat, axis = _flat_indices(em, em.value(self), indices)
     return em.reshape(gather(em, x, flat, axis), shape_of(em.result_type()))
 
 
 @rule(aten.gather.default)
-def take_along(em: AtenEmitter, self: Any, dim: int, index: Any, sparse_grad: bool = False) -> SSAValue:
+def take_along(em: Emitter, self: Any, dim: int, index: Any, sparse_grad: bool = False) -> SSAValue:
     x = em.value(self)
     axis = normalize_axis(em, dim, len(shape_of(x)))
     idx = _index_tensor(em, index, shape_of(x)[axis])
@@ -109,7 +109,7 @@ def take_along(em: AtenEmitter, self: Any, dim: int, index: Any, sparse_grad: bo
 
 
 @rule(aten.flip.default)
-def flip(em: AtenEmitter, self: Any, dims: Any) -> SSAValue:
+def flip(em: Emitter, self: Any, dims: Any) -> SSAValue:
     x = em.value(self)
     for d in sorted({normalize_axis(em, d, len(shape_of(x))) for d in dims}):
         n = shape_of(x)[d]
@@ -118,11 +118,11 @@ def flip(em: AtenEmitter, self: Any, dims: Any) -> SSAValue:
     return x
 
 
-def _scatter(em: AtenEmitter, x: SSAValue, axis: int, index: SSAValue, updates: SSAValue, mode: str) -> SSAValue:
+def _scatter(em: Emitter, x: SSAValue, axis: int, index: SSAValue, updates: SSAValue, mode: str) -> SSAValue:
     return em.build(tcp.ScatterOp, [x, index, updates], axis=int_attr(axis), mode=StringAttr(mode))
 
 
-def _updates(em: AtenEmitter, src: Any, index: SSAValue, element: Any) -> SSAValue:
+def _updates(em: Emitter, src: Any, index: SSAValue, element: Any) -> SSAValue:
     """``src`` (a tensor, sliced to the index's shape where larger, or a scalar) as updates."""
     shape = shape_of(index)
     if isinstance(src, (bool, int, float)):
@@ -136,7 +136,7 @@ def _updates(em: AtenEmitter, src: Any, index: SSAValue, element: Any) -> SSAVal
 
 
 @rule(aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter.reduce, aten.scatter.value_reduce)
-def scatter(em: AtenEmitter, self: Any, dim: int, index: Any, src: Any = None, value: Any = None, reduce: Any = None) -> SSAValue:
+def scatter(em: Emitter, self: Any, dim: int, index: Any, src: Any = None, value: Any = None, reduce: Any = None) -> SSAValue:
     x = em.value(self)
     axis = normalize_axis(em, dim, len(shape_of(x)))
     idx = _index_tensor(em, index, shape_of(x)[axis])
@@ -148,16 +148,14 @@ def scatter(em: AtenEmitter, self: Any, dim: int, index: Any, src: Any = None, v
 
 
 @rule(aten.scatter_reduce.two)
-def scatter_reduce(
-    em: AtenEmitter, self: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True
-) -> SSAValue:
+def scatter_reduce(em: Emitter, self: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool = True) -> SSAValue:
     if reduce != "sum" or not include_self:
         em.unsupported(f"scatter_reduce with reduce={reduce!r}, include_self={include_self} (dnnc takes sum with include_self)")
     return scatter(em, self, dim, index, src, reduce="add")
 
 
 @rule(aten.index_put.default, aten.index_put.hacked_twin)
-def index_put(em: AtenEmitter, self: Any, indices: Any, values: Any, accumulate: bool = False) -> SSAValue:
+def index_put(em: Emitter, self: Any, indices: Any, values: Any, accumulate: bool = False) -> SSAValue:
     """``x[i, j] = v`` (``+=`` with ``accumulate``): a scatter into ``x`` with its indexed
     dims merged, of ``v`` broadcast to what ``x[i, j]`` would be."""
     x0 = em.value(self)
@@ -178,9 +176,7 @@ def index_put(em: AtenEmitter, self: Any, indices: Any, values: Any, accumulate:
 
 
 @rule(aten.slice_scatter.default)
-def slice_scatter(
-    em: AtenEmitter, self: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
-) -> SSAValue:
+def slice_scatter(em: Emitter, self: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> SSAValue:
     """``x[start:end:step] = src`` along ``dim``. With step 1 the result is the slices
     around ``src`` joined; with a larger step each position picks ``src`` where it
     lies on the step (index arithmetic on the positions)."""
@@ -215,7 +211,7 @@ def _bounds(lo: int, hi: int) -> dict[str, Any]:
 
 
 @rule(aten.select_scatter.default)
-def select_scatter(em: AtenEmitter, self: Any, src: Any, dim: int, index: int) -> SSAValue:
+def select_scatter(em: Emitter, self: Any, src: Any, dim: int, index: int) -> SSAValue:
     x = em.value(self)
     axis = normalize_axis(em, dim, len(shape_of(x)))
     n = shape_of(x)[axis]
@@ -229,14 +225,14 @@ def select_scatter(em: AtenEmitter, self: Any, src: Any, dim: int, index: int) -
 
 
 @rule(aten.copy.default)
-def copy(em: AtenEmitter, self: Any, src: Any, non_blocking: bool = False) -> SSAValue:
+def copy(em: Emitter, self: Any, src: Any, non_blocking: bool = False) -> SSAValue:
     """``self.copy_(src)`` as a value: ``src`` in ``self``'s shape and type."""
     out = em.result_type()
     return em.operand(src, shape_of(out), out.element_type)
 
 
 @rule(aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default)
-def empty(em: AtenEmitter, **_: Any) -> SSAValue:
+def empty(em: Emitter, **_: Any) -> SSAValue:
     """Uninitialized memory holds anything: zeros are one such value (what export
     writes into it comes after, as ``*_scatter`` ops)."""
     t = em.result_type()
@@ -244,7 +240,7 @@ def empty(em: AtenEmitter, **_: Any) -> SSAValue:
 
 
 @rule(aten.new_zeros.default, aten.new_ones.default, aten.new_full.default)
-def new_filled(em: AtenEmitter, self: Any, size: Any, fill_value: Any = None, **_: Any) -> SSAValue:
+def new_filled(em: Emitter, self: Any, size: Any, fill_value: Any = None, **_: Any) -> SSAValue:
     t = em.result_type()
     target = em.node.target if em.node is not None else None
     value = {aten.new_zeros.default: 0, aten.new_ones.default: 1}.get(target, fill_value)  # type: ignore[arg-type]
@@ -254,7 +250,7 @@ def new_filled(em: AtenEmitter, self: Any, size: Any, fill_value: Any = None, **
 
 
 @rule(aten.as_strided.default)
-def as_strided(em: AtenEmitter, self: Any, size: Any, stride: Any, storage_offset: Any = None) -> SSAValue:
+def as_strided(em: Emitter, self: Any, size: Any, stride: Any, storage_offset: Any = None) -> SSAValue:
     """A view of ``self``'s storage (laid out by its own strides) that tcp writes as a
     slice of the flat storage, reshapes, transposes and broadcasts: the requested
     strides lay the non-broadcast dims out densely over a run of the storage. Other

@@ -10,13 +10,13 @@ from xdsl.ir import SSAValue
 from dnnc.frontend.aten.elementwise import binary
 from dnnc.frontend.aten.reductions import reduce
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.emitter import AtenEmitter, Unavailable
+from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 
-def _pair(em: AtenEmitter, values: Any, name: str, default: Any = None) -> list[int]:
+def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
     if values is None or (isinstance(values, (list, tuple)) and len(values) == 0):
         values = default
     if isinstance(values, int):
@@ -30,17 +30,17 @@ def _pair(em: AtenEmitter, values: Any, name: str, default: Any = None) -> list[
 
 
 @rule(aten.mm.default)
-def mm(em: AtenEmitter, self: Any, mat2: Any) -> SSAValue:
+def mm(em: Emitter, self: Any, mat2: Any) -> SSAValue:
     return em.build(tcp.MatmulOp, [em.value(self), em.value(mat2)])
 
 
 @rule(aten.bmm.default)
-def bmm(em: AtenEmitter, self: Any, mat2: Any) -> SSAValue:
+def bmm(em: Emitter, self: Any, mat2: Any) -> SSAValue:
     return em.build(tcp.BatchMatmulOp, [em.value(self), em.value(mat2)])
 
 
 @rule(aten.addmm.default)
-def addmm(em: AtenEmitter, self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> SSAValue:
+def addmm(em: Emitter, self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> SSAValue:
     """beta * self + alpha * (mat1 @ mat2): a matmul and a broadcast bias add."""
     product = em.build(tcp.MatmulOp, [em.value(mat1), em.value(mat2)])
     if alpha != 1:
@@ -53,7 +53,7 @@ def addmm(em: AtenEmitter, self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha
 
 @rule(aten.convolution.default)
 def convolution(
-    em: AtenEmitter,
+    em: Emitter,
     input: Any,
     weight: Any,
     bias: Any,
@@ -90,13 +90,13 @@ def convolution(
     return em.reshape(y, shape_of(em.result_type()))
 
 
-def _vector_or(em: AtenEmitter, arg: Any, channels: int, element: Any, fill: float) -> SSAValue:
+def _vector_or(em: Emitter, arg: Any, channels: int, element: Any, fill: float) -> SSAValue:
     return em.value(arg) if arg is not None else em.constant(fill, (channels,), element)
 
 
 @rule(aten._native_batch_norm_legit_no_training.default)
 def batch_norm(
-    em: AtenEmitter,
+    em: Emitter,
     input: Any,
     weight: Any,
     bias: Any,
@@ -119,12 +119,12 @@ def batch_norm(
 
 
 @rule(aten._native_batch_norm_legit.default, aten.native_batch_norm.default, aten._native_batch_norm_legit_functional.default)
-def batch_norm_training(em: AtenEmitter, **_: Any) -> SSAValue:
+def batch_norm_training(em: Emitter, **_: Any) -> SSAValue:
     em.unsupported("batch norm in training mode (call model.eval() before exporting)")
 
 
 @rule(aten.native_layer_norm.default)
-def layer_norm(em: AtenEmitter, input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple[object, ...]:
+def layer_norm(em: Emitter, input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple[object, ...]:
     x = em.value(input)
     shape, element = shape_of(x), element_of(x)
     axis = len(shape) - len(normalized_shape)
@@ -137,7 +137,7 @@ def layer_norm(em: AtenEmitter, input: Any, normalized_shape: Any, weight: Any, 
 
 @rule(aten.native_group_norm.default)
 def group_norm(
-    em: AtenEmitter, input: Any, weight: Any, bias: Any, N: int, C: int, HxW: int, group: int, eps: float
+    em: Emitter, input: Any, weight: Any, bias: Any, N: int, C: int, HxW: int, group: int, eps: float
 ) -> tuple[object, ...]:
     """A layer norm over each group's channels and positions (``[N, G, C/G, HxW]``,
     the last two axes, no affine: splat constants), then the per-channel affine, so
@@ -159,14 +159,14 @@ def group_norm(
 
 
 @rule(aten._softmax.default)
-def softmax(em: AtenEmitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
+def softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
     out = em.result_type()
     x = em.cast(em.value(self), out.element_type)
     return em.build(tcp.SoftmaxOp, [x], axis=int_attr(normalize_axis(em, dim, len(shape_of(x)))))
 
 
 @rule(aten._log_softmax.default)
-def log_softmax(em: AtenEmitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
+def log_softmax(em: Emitter, self: Any, dim: int, half_to_float: bool) -> SSAValue:
     """x - max - log(sum(exp(x - max))), the numerically stable form."""
     out = em.result_type()
     x = em.cast(em.value(self), out.element_type)
@@ -179,7 +179,7 @@ def log_softmax(em: AtenEmitter, self: Any, dim: int, half_to_float: bool) -> SS
 
 @rule(aten.max_pool2d_with_indices.default, aten.max_pool2d.default)
 def max_pool2d(
-    em: AtenEmitter, self: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False
+    em: Emitter, self: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False
 ) -> object:
     kernel = _pair(em, kernel_size, "kernel_size")
     ph, pw = _pair(em, padding, "padding")
@@ -199,7 +199,7 @@ def max_pool2d(
 
 @rule(aten.avg_pool2d.default)
 def avg_pool2d(
-    em: AtenEmitter,
+    em: Emitter,
     self: Any,
     kernel_size: Any,
     stride: Any = None,
@@ -224,7 +224,7 @@ def avg_pool2d(
 
 
 @rule(aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default)
-def adaptive_avg_pool2d(em: AtenEmitter, self: Any, output_size: Any) -> SSAValue:
+def adaptive_avg_pool2d(em: Emitter, self: Any, output_size: Any) -> SSAValue:
     x = em.value(self)
     h, w = shape_of(x)[-2:]
     oh, ow = _pair(em, output_size, "output_size")
@@ -246,7 +246,7 @@ def adaptive_avg_pool2d(em: AtenEmitter, self: Any, output_size: Any) -> SSAValu
     )
 
 
-def _adaptive_windows(em: AtenEmitter, x: SSAValue, out: tuple[int, int]) -> SSAValue:
+def _adaptive_windows(em: Emitter, x: SSAValue, out: tuple[int, int]) -> SSAValue:
     """Adaptive average pooling where the sizes do not divide: output ``i`` of an axis
     averages input ``[floor(i * n / m), ceil((i + 1) * n / m))`` (PyTorch's windows,
     of at most ``k`` elements): the sum over ``t < k`` of the element at ``start + t``

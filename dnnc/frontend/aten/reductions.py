@@ -9,20 +9,20 @@ from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axes, normalize_axis, rule
 from dnnc.frontend.aten.selection import arg_extreme
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, i64_array
 from dnnc.ir.types import element_of, shape_of
 
 
-def reduce(em: AtenEmitter, op_type: type[tcp.ReduceOp], x: SSAValue, axes: list[int], keepdim: bool) -> SSAValue:
+def reduce(em: Emitter, op_type: type[tcp.ReduceOp], x: SSAValue, axes: list[int], keepdim: bool) -> SSAValue:
     if not axes:  # reducing a rank-0 tensor over "all" of its no dimensions
         return x
     return em.build(op_type, [x], axes=i64_array(axes), keepdim=bool_attr(keepdim))
 
 
 def _reduce_rule(op_type: type[tcp.ReduceOp]) -> Any:
-    def run(em: AtenEmitter, self: Any, dim: Any = None, keepdim: bool = False, **_: Any) -> SSAValue:
+    def run(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False, **_: Any) -> SSAValue:
         out = em.result_type()
         x = em.cast(em.value(self), out.element_type)
         return reduce(em, op_type, x, normalize_axes(em, dim, len(shape_of(x))), keepdim)
@@ -36,7 +36,7 @@ rule(aten.amax.default, aten.max.default)(_reduce_rule(tcp.ReduceMaxOp))
 
 
 @rule(aten.amin.default, aten.min.default)
-def amin(em: AtenEmitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAValue:
+def amin(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAValue:
     """min(x) = -max(-x), exact for floats and integers."""
     x = em.value(self)
     neg = em.build(tcp.NegOp, [x])
@@ -44,14 +44,14 @@ def amin(em: AtenEmitter, self: Any, dim: Any = None, keepdim: bool = False) -> 
 
 
 @rule(aten.max.dim)
-def max_dim(em: AtenEmitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
+def max_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
     x = em.value(self)
     values = reduce(em, tcp.ReduceMaxOp, x, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)
     return values, arg_extreme(em, tcp.ArgmaxOp, x, dim, keepdim)
 
 
 @rule(aten.min.dim)
-def min_dim(em: AtenEmitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
+def min_dim(em: Emitter, self: Any, dim: int, keepdim: bool = False) -> tuple[object, ...]:
     x = em.value(self)
     neg = em.build(tcp.NegOp, [x])
     values = em.build(tcp.NegOp, [reduce(em, tcp.ReduceMaxOp, neg, [normalize_axis(em, dim, len(shape_of(x)))], keepdim)])
@@ -59,7 +59,7 @@ def min_dim(em: AtenEmitter, self: Any, dim: int, keepdim: bool = False) -> tupl
 
 
 @rule(aten.any.dim, aten.any.dims, aten.any.default)
-def any_(em: AtenEmitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAValue:
+def any_(em: Emitter, self: Any, dim: Any = None, keepdim: bool = False) -> SSAValue:
     x = em.value(self)
     axes = normalize_axes(em, dim, len(shape_of(x)))
     if element_of(x) != i1:
@@ -69,7 +69,7 @@ def any_(em: AtenEmitter, self: Any, dim: Any = None, keepdim: bool = False) -> 
 
 
 @rule(aten.var.correction)
-def var(em: AtenEmitter, self: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> SSAValue:
+def var(em: Emitter, self: Any, dim: Any = None, correction: Any = None, keepdim: bool = False) -> SSAValue:
     """sum((x - mean)^2) / (N - correction), with correction 1 unless given."""
     x = em.value(self)
     shape = shape_of(x)
@@ -85,7 +85,7 @@ def var(em: AtenEmitter, self: Any, dim: Any = None, correction: Any = None, kee
 
 
 @rule(aten.linalg_vector_norm.default)
-def vector_norm(em: AtenEmitter, self: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> SSAValue:
+def vector_norm(em: Emitter, self: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> SSAValue:
     """The p-norm over ``dim``: sqrt(sum(x^2)) for 2, sum(|x|) for 1, max(|x|) for inf,
     sum(|x|^p)^(1/p) otherwise."""
     out = em.result_type()

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch._ops import OpOverload
 
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.rules import RuleTable
 
 Rule = Callable[..., Any]
@@ -42,13 +42,13 @@ def bind_args(target: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any])
     return bound
 
 
-def normalize_axis(em: AtenEmitter, axis: int, rank: int) -> int:
+def normalize_axis(em: Emitter, axis: int, rank: int) -> int:
     if not -max(rank, 1) <= axis < max(rank, 1):
         em.unsupported(f"dimension {axis} is out of range for rank {rank}")
     return axis % max(rank, 1)
 
 
-def normalize_axes(em: AtenEmitter, axes: Any, rank: int) -> list[int]:
+def normalize_axes(em: Emitter, axes: Any, rank: int) -> list[int]:
     """Sorted unique non-negative axes; None or [] means all of them (ATen's rule)."""
     if axes is None or (isinstance(axes, (list, tuple)) and len(axes) == 0):
         return list(range(rank))

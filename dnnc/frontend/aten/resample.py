@@ -20,12 +20,12 @@ from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, rule
 from dnnc.frontend.aten.shape import gather
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.types import element_of, shape_of
 
 
-def _scales(em: AtenEmitter, spatial: int, scales: Any) -> list[float | None]:
+def _scales(em: Emitter, spatial: int, scales: Any) -> list[float | None]:
     if scales is None:
         return [None] * spatial
     scales = list(scales)
@@ -46,7 +46,7 @@ def _nearest_map(resize: Callable[[torch.Tensor], torch.Tensor], sizes: list[int
     return resize(probe)[(0, 0, *index)].round().to(torch.int64)
 
 
-def _resize_nearest(em: AtenEmitter, x_arg: Any, resize: Callable[[torch.Tensor], torch.Tensor], kind: str) -> SSAValue:
+def _resize_nearest(em: Emitter, x_arg: Any, resize: Callable[[torch.Tensor], torch.Tensor], kind: str) -> SSAValue:
     x = em.value(x_arg)
     sizes = list(shape_of(x)[2:])
     node = em.node.name if em.node is not None else "resize"
@@ -73,7 +73,7 @@ def _linear_weights(n: int, m: int, align_corners: bool, scale: float | None) ->
     return first, second, weight
 
 
-def _resize_linear(em: AtenEmitter, x_arg: Any, align_corners: bool, scales: list[float | None]) -> SSAValue:
+def _resize_linear(em: Emitter, x_arg: Any, align_corners: bool, scales: list[float | None]) -> SSAValue:
     x = em.value(x_arg)
     element = element_of(x)
     x = em.cast(x, f32)
@@ -95,35 +95,35 @@ def _resize_linear(em: AtenEmitter, x_arg: Any, align_corners: bool, scales: lis
 
 
 @rule(aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec, aten._upsample_nearest_exact2d.vec)
-def nearest_vec(em: AtenEmitter, input: Any, output_size: Any, scale_factors: Any) -> SSAValue:
+def nearest_vec(em: Emitter, input: Any, output_size: Any, scale_factors: Any) -> SSAValue:
     op = em.node.target if em.node is not None else aten.upsample_nearest2d.vec
     kind = "exact" if op == aten._upsample_nearest_exact2d.vec else "nearest"
     return _resize_nearest(em, input, lambda probe: op(probe, output_size, scale_factors), kind)  # type: ignore[operator]
 
 
 @rule(aten.upsample_nearest2d.default)
-def nearest2d(em: AtenEmitter, input: Any, output_size: Any, scales_h: Any = None, scales_w: Any = None) -> SSAValue:
+def nearest2d(em: Emitter, input: Any, output_size: Any, scales_h: Any = None, scales_w: Any = None) -> SSAValue:
     return _resize_nearest(em, input, lambda p: aten.upsample_nearest2d.default(p, output_size, scales_h, scales_w), "nearest")
 
 
 @rule(aten.upsample_nearest1d.default)
-def nearest1d(em: AtenEmitter, input: Any, output_size: Any, scales: Any = None) -> SSAValue:
+def nearest1d(em: Emitter, input: Any, output_size: Any, scales: Any = None) -> SSAValue:
     return _resize_nearest(em, input, lambda p: aten.upsample_nearest1d.default(p, output_size, scales), "nearest")
 
 
 @rule(aten.upsample_bilinear2d.vec, aten.upsample_linear1d.vec)
-def linear_vec(em: AtenEmitter, input: Any, output_size: Any, align_corners: bool, scale_factors: Any) -> SSAValue:
+def linear_vec(em: Emitter, input: Any, output_size: Any, align_corners: bool, scale_factors: Any) -> SSAValue:
     spatial = len(shape_of(em.value(input))) - 2
     return _resize_linear(em, input, align_corners, _scales(em, spatial, scale_factors))
 
 
 @rule(aten.upsample_bilinear2d.default)
 def bilinear2d(
-    em: AtenEmitter, input: Any, output_size: Any, align_corners: bool, scales_h: Any = None, scales_w: Any = None
+    em: Emitter, input: Any, output_size: Any, align_corners: bool, scales_h: Any = None, scales_w: Any = None
 ) -> SSAValue:
     return _resize_linear(em, input, align_corners, _scales(em, 2, [scales_h, scales_w]))
 
 
 @rule(aten.upsample_linear1d.default)
-def linear1d(em: AtenEmitter, input: Any, output_size: Any, align_corners: bool, scales: Any = None) -> SSAValue:
+def linear1d(em: Emitter, input: Any, output_size: Any, align_corners: bool, scales: Any = None) -> SSAValue:
     return _resize_linear(em, input, align_corners, _scales(em, 1, [scales]))

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr, i64_array, int_attr
 from dnnc.ir.types import INDEX_TYPES, element_of, is_float, shape_of
@@ -27,17 +27,17 @@ from dnnc.ir.types import INDEX_TYPES, element_of, is_float, shape_of
     aten.squeeze.dims,
     aten.flatten.using_ints,
 )
-def reshape(em: AtenEmitter, self: Any, **_: Any) -> SSAValue:
+def reshape(em: Emitter, self: Any, **_: Any) -> SSAValue:
     return em.reshape(em.value(self), shape_of(em.result_type()))
 
 
 @rule(aten.expand.default)
-def expand(em: AtenEmitter, self: Any, size: Any, implicit: bool = False) -> SSAValue:
+def expand(em: Emitter, self: Any, size: Any, implicit: bool = False) -> SSAValue:
     return em.broadcast_to(em.value(self), shape_of(em.result_type()))
 
 
 @rule(aten.repeat.default)
-def repeat(em: AtenEmitter, self: Any, repeats: Any) -> SSAValue:
+def repeat(em: Emitter, self: Any, repeats: Any) -> SSAValue:
     x = em.value(self)
     shape = (1,) * (len(repeats) - len(shape_of(x))) + shape_of(x)
     interleaved = [d for n in shape for d in (1, n)]
@@ -47,19 +47,19 @@ def repeat(em: AtenEmitter, self: Any, repeats: Any) -> SSAValue:
 
 
 @rule(aten.permute.default)
-def permute(em: AtenEmitter, self: Any, dims: Any) -> SSAValue:
+def permute(em: Emitter, self: Any, dims: Any) -> SSAValue:
     rank = len(shape_of(em.value(self)))
     return em.transpose(em.value(self), [normalize_axis(em, d, rank) for d in dims])
 
 
 @rule(aten.t.default)
-def t(em: AtenEmitter, self: Any) -> SSAValue:
+def t(em: Emitter, self: Any) -> SSAValue:
     x = em.value(self)
     return em.transpose(x, [1, 0]) if len(shape_of(x)) == 2 else x
 
 
 @rule(aten.transpose.int)
-def transpose(em: AtenEmitter, self: Any, dim0: int, dim1: int) -> SSAValue:
+def transpose(em: Emitter, self: Any, dim0: int, dim1: int) -> SSAValue:
     x = em.value(self)
     rank = len(shape_of(x))
     perm = list(range(rank))
@@ -69,7 +69,7 @@ def transpose(em: AtenEmitter, self: Any, dim0: int, dim1: int) -> SSAValue:
 
 
 @rule(aten.cat.default)
-def cat(em: AtenEmitter, tensors: Any, dim: int = 0) -> SSAValue:
+def cat(em: Emitter, tensors: Any, dim: int = 0) -> SSAValue:
     out = em.result_type()
     rank = len(shape_of(out))
     # torch.cat skips legacy empty 1-D tensors.
@@ -79,7 +79,7 @@ def cat(em: AtenEmitter, tensors: Any, dim: int = 0) -> SSAValue:
     return em.build(tcp.ConcatOp, [parts], axis=int_attr(normalize_axis(em, dim, rank)))
 
 
-def slice_value(em: AtenEmitter, x: SSAValue, axis: int, start: int, end: int, step: int = 1) -> SSAValue:
+def slice_value(em: Emitter, x: SSAValue, axis: int, start: int, end: int, step: int = 1) -> SSAValue:
     shape = shape_of(x)
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
     starts[axis], limits[axis], strides[axis] = start, end, step
@@ -105,7 +105,7 @@ def normalized_slice(start: Any, end: Any, n: int) -> tuple[int, int]:
 
 
 @rule(aten.slice.Tensor)
-def slice_(em: AtenEmitter, self: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> SSAValue:
+def slice_(em: Emitter, self: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> SSAValue:
     x = em.value(self)
     shape = shape_of(x)
     axis = normalize_axis(em, dim, len(shape))
@@ -116,7 +116,7 @@ def slice_(em: AtenEmitter, self: Any, dim: int = 0, start: Any = None, end: Any
 
 
 @rule(aten.select.int)
-def select(em: AtenEmitter, self: Any, dim: int, index: int) -> SSAValue:
+def select(em: Emitter, self: Any, dim: int, index: int) -> SSAValue:
     x = em.value(self)
     shape = shape_of(x)
     axis = normalize_axis(em, dim, len(shape))
@@ -126,7 +126,7 @@ def select(em: AtenEmitter, self: Any, dim: int, index: int) -> SSAValue:
     return em.reshape(slice_value(em, x, axis, index, index + 1), shape_of(em.result_type()))
 
 
-def _split(em: AtenEmitter, self: Any, sizes: list[int], dim: int) -> tuple[SSAValue, ...]:
+def _split(em: Emitter, self: Any, sizes: list[int], dim: int) -> tuple[SSAValue, ...]:
     x = em.value(self)
     axis = normalize_axis(em, dim, len(shape_of(x)))
     parts, offset = [], 0
@@ -137,36 +137,36 @@ def _split(em: AtenEmitter, self: Any, sizes: list[int], dim: int) -> tuple[SSAV
 
 
 @rule(aten.split_with_sizes.default)
-def split_with_sizes(em: AtenEmitter, self: Any, split_sizes: Any, dim: int = 0) -> tuple[SSAValue, ...]:
+def split_with_sizes(em: Emitter, self: Any, split_sizes: Any, dim: int = 0) -> tuple[SSAValue, ...]:
     return _split(em, self, list(split_sizes), dim)
 
 
 @rule(aten.split.Tensor)
-def split(em: AtenEmitter, self: Any, split_size: int, dim: int = 0) -> tuple[SSAValue, ...]:
+def split(em: Emitter, self: Any, split_size: int, dim: int = 0) -> tuple[SSAValue, ...]:
     n = shape_of(em.value(self))[normalize_axis(em, dim, len(shape_of(em.value(self))))]
     sizes = [min(split_size, n - i) for i in range(0, n, split_size)]
     return _split(em, self, sizes, dim)
 
 
-def gather(em: AtenEmitter, table: SSAValue, indices: SSAValue, axis: int) -> SSAValue:
+def gather(em: Emitter, table: SSAValue, indices: SSAValue, axis: int) -> SSAValue:
     if element_of(indices) not in INDEX_TYPES:
         em.unsupported("indices must be int32 or int64 (boolean masks give data-dependent shapes)")
     return em.build(tcp.GatherOp, [table, indices], axis=int_attr(axis))
 
 
 @rule(aten.embedding.default)
-def embedding(em: AtenEmitter, weight: Any, indices: Any, **_: Any) -> SSAValue:
+def embedding(em: Emitter, weight: Any, indices: Any, **_: Any) -> SSAValue:
     return gather(em, em.value(weight), em.value(indices), 0)
 
 
 @rule(aten.index_select.default)
-def index_select(em: AtenEmitter, self: Any, dim: int, index: Any) -> SSAValue:
+def index_select(em: Emitter, self: Any, dim: int, index: Any) -> SSAValue:
     x = em.value(self)
     return gather(em, x, em.value(index), normalize_axis(em, dim, len(shape_of(x))))
 
 
 @rule(aten.constant_pad_nd.default)
-def constant_pad_nd(em: AtenEmitter, self: Any, pad: Any, value: Any = 0) -> SSAValue:
+def constant_pad_nd(em: Emitter, self: Any, pad: Any, value: Any = 0) -> SSAValue:
     x = em.value(self)
     rank = len(shape_of(x))
     if len(pad) % 2 or len(pad) // 2 > rank:

@@ -7,12 +7,12 @@ from typing import Any
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, rule
-from dnnc.frontend.emitter import AtenEmitter
+from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.types import shape_of
 
 
-def _splat(em: AtenEmitter, value: Any) -> SSAValue:
+def _splat(em: Emitter, value: Any) -> SSAValue:
     t = em.result_type()
     if not isinstance(value, (bool, int, float)):
         em.unsupported(f"fill value {value!r} is not a Python number")
@@ -20,32 +20,32 @@ def _splat(em: AtenEmitter, value: Any) -> SSAValue:
 
 
 @rule(aten.full.default)
-def full(em: AtenEmitter, size: Any, fill_value: Any, **_: Any) -> SSAValue:
+def full(em: Emitter, size: Any, fill_value: Any, **_: Any) -> SSAValue:
     return _splat(em, fill_value)
 
 
 @rule(aten.full_like.default)
-def full_like(em: AtenEmitter, self: Any, fill_value: Any, **_: Any) -> SSAValue:
+def full_like(em: Emitter, self: Any, fill_value: Any, **_: Any) -> SSAValue:
     return _splat(em, fill_value)
 
 
 @rule(aten.scalar_tensor.default)
-def scalar_tensor(em: AtenEmitter, s: Any, **_: Any) -> SSAValue:
+def scalar_tensor(em: Emitter, s: Any, **_: Any) -> SSAValue:
     return _splat(em, s)
 
 
 @rule(aten.zeros.default, aten.zeros_like.default)
-def zeros(em: AtenEmitter, **_: Any) -> SSAValue:
+def zeros(em: Emitter, **_: Any) -> SSAValue:
     return _splat(em, 0)
 
 
 @rule(aten.ones.default, aten.ones_like.default)
-def ones(em: AtenEmitter, **_: Any) -> SSAValue:
+def ones(em: Emitter, **_: Any) -> SSAValue:
     return _splat(em, 1)
 
 
 @rule(aten.arange.start_step, aten.arange.start, aten.arange.default)
-def arange(em: AtenEmitter, start: Any = 0, end: Any = None, step: Any = 1, **_: Any) -> SSAValue:
+def arange(em: Emitter, start: Any = 0, end: Any = None, step: Any = 1, **_: Any) -> SSAValue:
     if not all(isinstance(v, int) or (isinstance(v, float) and v.is_integer()) for v in (start, step)):
         em.unsupported(f"arange with non-integer start {start} or step {step}")
     return em.emit(tcp.IotaOp(int(start), int(step), em.result_type()))
