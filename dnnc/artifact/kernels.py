@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from dnnc import knobs
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
+from dnnc.backends.interface import GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.errors import ArtifactError
 from dnnc.ir import cudnn, extern, tcp
 
@@ -45,10 +45,12 @@ class ArtifactWarning(UserWarning):
 
 def triton_records(steps: list[Any]) -> list[dict[str, Any]]:
     """JSON records of the Triton kernels an executor built, with their group ordinal."""
+    from dnnc.backends.triton import is_triton_group
+
     records = []
     ordinal = 0
     for step in steps:
-        if not (isinstance(step.op, tcp.IsolatedGroupOp) and group_attr(step.op, GROUP_BACKEND_ATTR) == "triton"):
+        if not is_triton_group(step.op):
             continue
         source = getattr(step.kernel, "source", None)
         if source is not None:

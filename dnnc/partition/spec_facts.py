@@ -14,7 +14,7 @@ from typing import Any
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, SITE_ATTR, group_attr
+from dnnc.backends.interface import SITE_ATTR
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of
 from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
@@ -98,12 +98,13 @@ def marked_sites(program: Program) -> Iterator[tuple[Operation, GroupFacts, int]
     """The sites ``mark_sites`` left in a lowered program, in program order: the
     ``cudnn.graph`` or Triton ``tcp.isolated_group`` holding each, its facts and its
     decision group."""
-    from dnnc.ir import cudnn, tcp
+    from dnnc.backends.triton import is_triton_group
+    from dnnc.ir import cudnn
 
     for op in program.entry.body.block.ops:
         if isinstance(op, cudnn.GraphOp) and SITE_ATTR in op.attributes:
             holders = [op]
-        elif isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
+        elif is_triton_group(op):
             holders = [inner for inner in op.body.block.ops if SITE_ATTR in inner.attributes]
         else:
             continue

@@ -32,8 +32,9 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, GroupKernel, group_attr
+from dnnc.backends.interface import GROUP_KIND_ATTR, GroupKernel, group_attr
 from dnnc.backends.reference import Value, execute
+from dnnc.backends.triton import is_triton_group
 from dnnc.errors import ArtifactError
 from dnnc.ir import cudnn, extern, tcp
 from dnnc.ir.program import Program
@@ -152,7 +153,7 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
-        self._triton_ordinals = {op: i for i, op in enumerate(o for o in self.block.ops if _is_triton_group(o))}
+        self._triton_ordinals = {op: i for i, op in enumerate(o for o in self.block.ops if is_triton_group(o))}
         """Positions among the program's own Triton groups (what an artifact's records are keyed by)."""
         graphs = self._build_graphs()
         for op in self.block.ops:
@@ -172,7 +173,7 @@ class GpuExecutor:
         if isinstance(op, cudnn.GraphOp):
             kernel = graphs.get(op)
             return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
-        if _is_triton_group(op):
+        if is_triton_group(op):
             kernel = self._triton_kernel(op, self._triton_ordinals.get(op))
             return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
         if isinstance(op, extern.DispatchOp):
@@ -286,10 +287,6 @@ class GpuExecutor:
         if s["torch_ops"]:
             ops = ", ".join(f"{n}x {k}" for k, n in sorted(s["torch_ops"].items()))
             say_once(f"dnnc: {s['steps'].get('torch', 0)} ops run as torch ops (stopgap, no generated kernel yet): {ops}")
-
-
-def _is_triton_group(op: Operation) -> bool:
-    return isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
 
 
 def cudnn_plan_attr(kernel: Any) -> StringAttr:

@@ -20,6 +20,11 @@ def mark_group(ops: Sequence[Operation], kind: str, number: int, plan: str | Non
         op.attributes[PART_ATTR] = int_attr(number)
 
 
+def is_triton_group(op: Operation) -> bool:
+    """Whether ``op`` is a group ``triton-fuse`` made (a kernel Triton builds)."""
+    return isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
+
+
 def not_lowered(ops: Sequence[Operation]) -> str | None:
     """Triton takes every marked group."""
     return None
@@ -28,7 +33,7 @@ def not_lowered(ops: Sequence[Operation]) -> str | None:
 def precompile_lowered(ops: Sequence[Operation], device: Any) -> None:
     """Compile side by side every Triton kernel among lowered programs' top-level
     ``ops`` (``launch.precompile_groups``), before they are built one by one."""
-    groups = [op for op in ops if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"]
+    groups = [op for op in ops if is_triton_group(op)]
     if groups:
         from dnnc.backends.triton.launch import precompile_groups
 
