@@ -8,10 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dnnc.errors import PassError
 from dnnc.ir.program import Program
-from dnnc.partition import memo
-from dnnc.partition.candidates import POLICIES
 from dnnc.partition.partitioner import Partition
 
 
@@ -19,9 +16,6 @@ def decide(program: Program, policy: str = "auto", backends: Sequence[str] = ())
     """Partition ``program``'s entry function in place; its decision record (None:
     nothing to decide). ``backends``: to choose among (empty: ``knobs.gpu_backends``
     that can run here)."""
-    if policy not in POLICIES:
-        raise PassError(f"partition policy {policy!r}: expected one of {', '.join(POLICIES)}")
-    with memo.one_compile():
-        return Partition(policy=policy, backends=tuple(backends)).partition_block(
-            program.entry.body.block, program.params, program.module
-        )
+    return Partition(policy=policy, backends=tuple(backends)).partition_block(
+        program.entry.body.block, program.params, program.module
+    )

@@ -71,16 +71,21 @@ class Partition(ParamPass):
     """Backends to choose among; empty: ``knobs.gpu_backends`` that can run here."""
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+            record = self.partition_block(fn.body.block, params, op)
+            if record is not None:
+                fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
+
+    def partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None = None) -> dict[str, Any] | None:
+        """The block's groups outlined and marked; its decision record (None: nothing to
+        decide). ``module``: the block's module, for building whole contending programs
+        (``contest``). Every entry to the partitioner comes through here."""
         if self.policy not in POLICIES:
             raise PassError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
         with memo.one_compile():
-            for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
-                record = self.partition_block(fn.body.block, params, op)
-                if record is not None:
-                    fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
+            return self._partition_block(block, params, module)
 
-    def partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None = None) -> dict[str, Any] | None:
-        """``module``: the block's module, for building whole contending programs (``contest``)."""
+    def _partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None) -> dict[str, Any] | None:
         decided = self.decide(block, params)
         if decided is None:
             return None
