@@ -36,6 +36,17 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def stacked(*options: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One decorator applying ``options`` in the order they are listed (as written above a function)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
 def model_options(batch: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--arg KEY=VALUE`` (repeatable), ``--dtype`` and, with ``batch``, ``--batch N``:
     how the verbs that take a MODEL factory call and cast it (see ``load_model``)."""
@@ -49,13 +60,7 @@ def model_options(batch: bool = True) -> Callable[[Callable[..., Any]], Callable
     ]
     if batch:
         options.append(click.option("--batch", type=click.IntRange(min=1), default=None, help="Shorthand for --arg batch=N."))
-
-    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
-            f = option(f)
-        return f
-
-    return decorate
+    return stacked(*options)
 
 
 def load_model(

@@ -4,7 +4,7 @@ which record decides each group of a model."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import click
 import torch
 
 from dnnc import knobs
-from dnnc.cli.common import load_model, model_options, user_errors
+from dnnc.cli.common import load_model, model_options, stacked, user_errors
 
 
 @click.group("spec")
@@ -20,17 +20,13 @@ def spec_group() -> None:
     """Tuning specs: check them, merge them into one library."""
 
 
-def _spec_target(f: Callable[..., Any]) -> Callable[..., Any]:
-    for decorate in reversed(
-        [
-            click.option("--arch", default=None, help="Target architecture, like sm_90 (default: the GPU here)."),
-            click.option("--gpu-name", default=None, help="GPU name records' sku must be part of (default: the GPU here)."),
-            click.option("--cudnn", default=None, help="cuDNN version to check version ranges against (default: installed)."),
-            click.option("--triton", default=None, help="Triton version to check version ranges against (default: installed)."),
-        ]
-    ):
-        f = decorate(f)
-    return f
+_spec_target = stacked(
+    click.option("--arch", default=None, help="Target architecture, like sm_90 (default: the GPU here)."),
+    click.option("--gpu-name", default=None, help="GPU name records' sku must be part of (default: the GPU here)."),
+    click.option("--cudnn", default=None, help="cuDNN version to check version ranges against (default: installed)."),
+    click.option("--triton", default=None, help="Triton version to check version ranges against (default: installed)."),
+)
+"""``--arch``, ``--gpu-name``, ``--cudnn``, ``--triton``: the target a spec command checks for."""
 
 
 def _spec_libraries(paths: tuple[Path, ...]) -> list[tuple[str, Any]]:
