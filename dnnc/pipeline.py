@@ -40,7 +40,7 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     if policy != "greedy":
         cudnn = "cudnn" in backends and has_cudnn_frontend()
         attention = ["gpu-cudnn-attention"] if cudnn and knobs.get().cudnn_attention else []
-        return [*attention, f"gpu-partition-{policy}"]
+        return [*attention, f"{PARTITION_STAGE}{policy}"]
     stages = []
     for b in backends:
         if b == "cudnn":
@@ -59,27 +59,11 @@ def lower_for_gpu(program: Program, report: CompileReport | None = None, backend
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
     with knobs.override(gpu_backends=",".join(backends)):
         for stage in gpu_stages(backends):
-            if stage.startswith(PARTITION_STAGE):
-                partition_stage(program, stage, report)
-            else:
-                run_stage(program, stage, report)
+            run_stage(program, stage, report)
 
 
 PARTITION_STAGE = "gpu-partition-"
-
-
-def partition_stage(program: Program, stage: str, report: CompileReport | None) -> None:
-    """``partition.decide`` for the stage's policy, then ``PARTITIONED`` lowers what it decided."""
-    from dnnc.partition.decide import decide
-
-    started = time.perf_counter()
-    record = decide(program, policy=stage.removeprefix(PARTITION_STAGE))
-    run_passes(program, PARTITIONED)
-    if record is not None:
-        program.metadata["decisions"] = record
-    if report is not None:
-        report.add(stage, started, program)
-    dump(program, stage)
+"""A stage whose policy ``partition.decide`` applies before ``PARTITIONED`` lowers what it decided."""
 
 
 def dump(program: Program, stage: str) -> None:
@@ -90,8 +74,18 @@ def dump(program: Program, stage: str) -> None:
 
 
 def run_stage(program: Program, stage: str, report: CompileReport | None = None) -> None:
+    """The stage's passes, timed, counted and dumped. A partition stage asks
+    ``partition.decide`` and keeps its record in ``program.metadata["decisions"]``."""
     started = time.perf_counter()
-    run_passes(program, STAGES[stage])
+    if stage.startswith(PARTITION_STAGE):
+        from dnnc.partition.decide import decide
+
+        record = decide(program, policy=stage.removeprefix(PARTITION_STAGE))
+        run_passes(program, PARTITIONED)
+        if record is not None:
+            program.metadata["decisions"] = record
+    else:
+        run_passes(program, STAGES[stage])
     if report is not None:
         report.add(stage, started, program)
     dump(program, stage)

@@ -5,7 +5,7 @@ imports nothing).
                                   (fold-batchnorm, simplify-shapes, fold-params,
                                    simplify-shapes, raise-ops, fold-attention-masks, dce)
                   ──► GPU form: greedy (each backend's stage in turn) or
-                                partition{policy} then PARTITIONED
+                                partition.decide(policy) then PARTITIONED
 """
 
 from __future__ import annotations
@@ -37,5 +37,4 @@ STAGES: dict[str, str] = {
     "gpu-cudnn-attention": "cudnn-attention",
     "gpu-cudnn": CUDNN_STAGE,
     "gpu-triton": TRITON_STAGE,
-    **{f"gpu-partition-{p}": f"partition{{policy={p}}},{PARTITIONED}" for p in ("auto", "cudnn-only", "triton-only")},
 }
