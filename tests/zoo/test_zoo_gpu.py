@@ -1,5 +1,5 @@
 """The zoo on the GPU: every model at its real depth and width held to
-``check_fp16_on_gpu``, and models exported from CPU tensors run on the GPU."""
+``check_on_gpu``, and models exported from CPU tensors run on the GPU."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 import dnnc
 from dnnc.numerics import GPU_TOLERANCE, relative_error
 from tests.zoo.cases import ZooCase, params
-from tests.zoo.gpu_check import check_fp16_on_gpu
+from tests.zoo.gpu_check import check_on_gpu
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("case", params("gpu"))
 def test_zoo_model_fp16_on_gpu(case: ZooCase) -> None:
     model, inputs = case.build(case.gpu)
-    check_fp16_on_gpu(case.name, model, inputs)
+    check_on_gpu(case.name, model, inputs)
 
 
 @pytest.mark.parametrize("case", [c for c in params("gpu") if c.id in ("vit_small_patch16_224", "llama")])
