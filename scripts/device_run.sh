@@ -6,10 +6,12 @@
 # dnnc runs from the source tree; nothing is installed into the image's Python.
 # Steps (arguments, in order; default: all): tests gpu-tests bench
 #   tests      the whole suite (CPU and GPU tests), junit XML
-#   gpu-tests  only the tests marked gpu (extra pytest args via $PYTEST_ARGS)
+#   gpu-tests  only the tests marked gpu, $GPU_TEST_WORKERS (3) at a time (extra pytest args
+#              via $PYTEST_ARGS; the whole set one at a time takes over 10 minutes)
 #   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (4) at a time:
 #              each compiles a whole network, and more at once starve Triton's
-#              autotuning of CPU ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext": fifty
+#              autotuning of CPU; each compile gets cores / workers Triton compile processes
+#              ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext": fifty
 #              whole-network compiles do not fit one 10-minute call)
 #   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
@@ -52,11 +54,16 @@ for step in $steps; do
       python3 -m pytest -n 8 -q -p no:cacheprovider --junitxml="$OUT/tests.xml" tests 2>&1 | tee "$OUT/tests.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     gpu-tests)
+      workers=${GPU_TEST_WORKERS:-3}
       # shellcheck disable=SC2086
-      python3 -m pytest -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      DNNC_COMPILE_WORKERS=${DNNC_COMPILE_WORKERS:-$(( $(nproc) / workers ))} \
+      python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     zoo-gpu)
-      python3 -m pytest -n "${ZOO_TEST_WORKERS:-4}" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=0 \
+      workers=${ZOO_TEST_WORKERS:-4}
+      # shellcheck disable=SC2086
+      DNNC_COMPILE_WORKERS=${DNNC_COMPILE_WORKERS:-$(( $(nproc) / workers ))} \
+      python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=0 \
         ${PYTEST_ARGS:-tests/zoo} 2>&1 | tee "$OUT/zoo-gpu.log" | tail -60
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     bench)

@@ -85,6 +85,16 @@ def test_reference_backend_is_announced_once(caplog: pytest.LogCaptureFixture) -
     assert len(messages) == 1 and "CPU reference backend" in messages[0]
 
 
+def test_each_stage_is_logged_as_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    model, x = nn.Linear(2, 2).eval(), torch.randn(1, 2)
+    with caplog.at_level(logging.INFO, logger="dnnc.compile"):
+        compiled = dnnc.compile(model, x, device="cpu")
+    logged = [r.message for r in caplog.records if r.name == "dnnc.compile"]
+    assert len(logged) == len(compiled.report.stages) > 0
+    first = compiled.report.stages[0]
+    assert logged[0].startswith(f"stage {first.name}: ") and logged[0].endswith(f"s, {first.ops} ops after it")
+
+
 def test_save_and_reload_gives_the_same_results(tmp_path: Path, rng: torch.Generator) -> None:
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()).eval()
     x = torch.randn(1, 3, 7, 7, generator=rng)

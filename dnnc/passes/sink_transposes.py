@@ -53,14 +53,14 @@ class SinkThroughElementwise(RewritePattern):
                 operands.append(v.owner.input)
             else:
                 back = tcp.TransposeOp.make([v], {"permutation": i64_array(inverse)})
-                rewriter.insert_op(back, InsertPoint.before(op))
+                rewriter.insert(back, InsertPoint.before(op))
                 operands.append(back.result)
         result = as_tensor_type(op.results[0])
         before = tensor_type([result.get_shape()[i] for i in inverse], result.element_type)
         inner = op.__class__(
             operands=operands, result_types=[before], properties=dict(op.properties), attributes=dict(op.attributes)
         )
-        rewriter.insert_op(inner, InsertPoint.before(op))
+        rewriter.insert(inner, InsertPoint.before(op))
         rewriter.replace(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
 
 
@@ -73,7 +73,7 @@ class TransposeOfBroadcast(RewritePattern):
         if not isinstance(inner, tcp.BroadcastOp):
             return
         moved = tcp.TransposeOp.make([inner.input], {"permutation": op.permutation})
-        rewriter.insert_op(moved, InsertPoint.before(op))
+        rewriter.insert(moved, InsertPoint.before(op))
         rewriter.replace(op, tcp.BroadcastOp(operands=[moved.result], result_types=[op.result.type]))
 
 
