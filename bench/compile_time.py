@@ -15,6 +15,7 @@ Writes one JSON per run under ``--out`` (default ``bench/results/``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import datetime as dt
 import json
@@ -111,10 +112,8 @@ def _shared(args: argparse.Namespace) -> list[str]:
 def _versions() -> dict[str, str]:
     found = {"python": platform.python_version(), "torch": torch.__version__}
     for name in ("triton", "nvidia-cudnn-frontend", "timm", "transformers"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             found[name] = version(name)
-        except PackageNotFoundError:
-            pass
     if torch.backends.cudnn.is_available():
         found["cudnn"] = str(torch.backends.cudnn.version())
     return found

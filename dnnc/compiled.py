@@ -72,10 +72,23 @@ class CompiledModule:
         else:
             flat = as_tensors(self._flatten(args))
         check_inputs(self.input_specs, flat, self.device)
+        index_check = getattr(self._executor, "index_check", None)
+        if index_check is not None:
+            index_check.before_call()
         outputs = self._runner.run(flat)
+        if index_check is not None:
+            index_check.after_call()
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)
+
+    def check_indices(self) -> None:
+        """Wait for the calls made so far and raise if a GPU kernel met a gather index
+        out of range in any of them. Without this, such an index is reported by a
+        later call (the kernel reads 0 for it; see ``runtime.index_check``)."""
+        index_check = getattr(self._executor, "index_check", None)
+        if index_check is not None:
+            index_check.check_now()
 
     def summary(self) -> dict[str, Any]:
         """What runs the program: steps per backend, ops left to torch, fallbacks with

@@ -206,11 +206,19 @@ class RecordedKernels:
             return build_kernel(op, device, signature)
 
     def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
-        from dnnc.backends.triton import GroupInfo, TritonKernel, candidate_configs, compile_group, generate, interpreting
+        from dnnc.backends.triton import (
+            GroupInfo,
+            TritonKernel,
+            candidate_configs,
+            compile_group,
+            gathers,
+            generate,
+            interpreting,
+        )
 
         record = self.triton_records.get(ordinal) if ordinal is not None else None
         info = GroupInfo.of(op)
-        expected = len(op.body.block.args) + len(op.outputs)
+        expected = len(op.body.block.args) + len(op.outputs) + gathers(op)  # a gathering kernel's index flag
         heuristic = candidate_configs(info)[0]
         problem = _record_problem(record, info.kind, expected, heuristic)
         if problem is not None:

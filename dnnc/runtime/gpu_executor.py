@@ -37,9 +37,11 @@ from dnnc.backends.reference import Value, execute
 from dnnc.backends.triton import is_triton_group
 from dnnc.errors import ArtifactError
 from dnnc.ir import cudnn, extern, tcp
+from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
+from dnnc.runtime.index_check import IndexCheck
 
 log = logging.getLogger("dnnc.gpu")
 
@@ -167,6 +169,17 @@ class GpuExecutor:
         assert isinstance(ret, func.ReturnOp)
         self._returned = list(ret.operands)
         self._dead_after = _dead_after(self.steps, set(self.statics) | set(self._returned))
+        self.index_check = self._index_flags()
+
+    def _index_flags(self) -> IndexCheck:
+        """One int32 per step whose kernel gathers, each kernel pointed at its own."""
+        flagged = [(i, s) for i, s in enumerate(self.steps) if getattr(s.kernel, "index_flag", None) is not None]
+        if not flagged:
+            return IndexCheck(None, [])
+        flags = torch.zeros(len(flagged), dtype=torch.int32, device=self.device)
+        for slot, (_, step) in enumerate(flagged):
+            step.kernel.index_flag = flags[slot : slot + 1]  # type: ignore[union-attr]
+        return IndexCheck(flags, [_gathers_of(step, i) for i, step in flagged])
 
     def _plan_step(self, op: Operation, graphs: dict[Operation, GroupKernel]) -> Step:
         specs = [(shape_of(r), torch_dtype(element_of(r))) for r in op.results]
@@ -304,3 +317,11 @@ def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:
         if v not in keep:
             dead[i].append(v)
     return dead
+
+
+def _gathers_of(step: Step, index: int) -> str:
+    """The gathers of a step's group, as a message names them."""
+    ops = [op for op in step.op.walk() if isinstance(op, (tcp.GatherOp, tcp.TakeAlongOp))]
+    shown = ", ".join(f"{op.name} from {'x'.join(map(str, shape_of(op.input)))} along axis {scalar(op.axis)}" for op in ops)
+    kind = group_attr(step.op, GROUP_KIND_ATTR) or step.op.name
+    return f"step {index} ({kind} group: {shown})"

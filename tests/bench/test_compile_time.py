@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_cold_and_warm_compile_times_are_written(tmp_path: Path) -> None:
     command = [sys.executable, str(ROOT / "bench" / "compile_time.py"), "--workloads", "conv-block-b1"]
-    done = subprocess.run([*command, "--dtype", "float32", "--device", "cpu", "--out", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run(
+        [*command, "--dtype", "float32", "--device", "cpu", "--out", str(tmp_path)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (written,) = tmp_path.glob("compile-time-*-cpu.json")
     record = json.loads(written.read_text())

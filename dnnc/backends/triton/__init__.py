@@ -22,6 +22,7 @@ from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.fusion import PART_ATTR, TritonFuse, fusion_groups
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.ops import KINDS, kind_of
+from dnnc.backends.triton.skeleton import INDEX_FLAG, gathers
 from dnnc.lazy import lazy_names
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ PUBLIC = {
 __getattr__ = lazy_names(__name__, PUBLIC)
 
 __all__ = [
+    "INDEX_FLAG",
     "KINDS",
     "PART_ATTR",
     "CodegenError",
@@ -56,6 +58,7 @@ __all__ = [
     "compile_group",
     "config_problem",
     "fusion_groups",
+    "gathers",
     "generate",
     "interpreting",
     "is_triton_group",

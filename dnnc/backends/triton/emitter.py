@@ -474,9 +474,14 @@ class KernelEmitter:
         assert result is not None
         return result
 
+    def _flag_outside(self, mask: str, inside: str) -> None:
+        """Set the kernel's ``index_flag`` where a live lane's index is outside its range
+        (every such lane stores the same 1, so no atomic is needed)."""
+        self.line(f"tl.store(index_flag + {inside}.to(tl.int32) * 0, 1, mask={mask} & ({inside} == 0))")
+
     def _gather(self, op: tcp.GatherOp, ix: Index, mask: str) -> str:
-        """Indices are loaded like any value; an index outside ``[0, n)`` reads 0 (the
-        reference raises; a kernel cannot)."""
+        """Indices are loaded like any value; an index outside ``[0, n)`` reads 0 and
+        sets the kernel's ``index_flag`` (the reference raises; a kernel cannot)."""
         axis = scalar(op.axis)
         d = self.dims(ix)
         rank = len(shape_of(op.indices))
@@ -484,18 +489,20 @@ class KernelEmitter:
         n = shape_of(op.input)[axis]
         inside = self.let(f"({where} >= 0) & ({where} < {n})", "inb")
         inner_mask = self.let(f"{mask} & {inside}", "m")
+        self._flag_outside(mask, inside)
         src = [*d[:axis], where, *d[axis + rank :]]
         return self.value(op.input, self.with_dims(shape_of(op.input), src), inner_mask)
 
     def _take_along(self, op: tcp.TakeAlongOp, ix: Index, mask: str) -> str:
         """The index at this position names the element along ``axis``; one outside
-        ``[0, n)`` reads 0 (the reference raises)."""
+        ``[0, n)`` reads 0 and sets the kernel's ``index_flag`` (the reference raises)."""
         axis = scalar(op.axis)
         d = self.dims(ix)
         where = self.value(op.indices, self.with_dims(shape_of(op.indices), d), mask)
         n = shape_of(op.input)[axis]
         inside = self.let(f"({where} >= 0) & ({where} < {n})", "inb")
         inner_mask = self.let(f"{mask} & {inside}", "m")
+        self._flag_outside(mask, inside)
         src = [where if i == axis else e for i, e in enumerate(d)]
         return self.value(op.input, self.with_dims(shape_of(op.input), src), inner_mask)
 

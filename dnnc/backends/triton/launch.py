@@ -22,6 +22,7 @@ from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
+from dnnc.backends.triton.skeleton import INDEX_FLAG
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import InputError
 from dnnc.ir import tcp
@@ -46,7 +47,12 @@ class TritonKernel:
         self.kind = source.kind
         self.device = device
         self.grid = source.grid
-        self._n_params = len(source.signature)
+        self.index_flag: torch.Tensor | None = (
+            torch.zeros(1, dtype=torch.int32, device=device) if INDEX_FLAG in source.signature else None
+        )
+        """Where a kernel that gathers marks an index out of range (its last argument);
+        the executor may point it into a buffer it reads after each call."""
+        self._n_params = len(source.signature) - (self.index_flag is not None)
         self._capability = capability
         if capability is None:
             self._fn = compiler.load(source)
@@ -59,11 +65,11 @@ class TritonKernel:
                 self._aligned._init_handles()  # load the module now, not during a CUDA graph capture
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
-        args = (*inputs, *outputs)
-        if len(args) != self._n_params:
+        if len(inputs) + len(outputs) != self._n_params:
             raise InputError(
                 f"Triton {self.kind} kernel takes {self._n_params} tensors, got {len(inputs)} inputs and {len(outputs)} outputs"
             )
+        args = (*inputs, *outputs) if self.index_flag is None else (*inputs, *outputs, self.index_flag)
         if self._fn is not None:
             self._fn[self.grid](*args)
             return

@@ -85,6 +85,17 @@ def header(info: GroupInfo, name: str, constants: dict[str, int]) -> list[str]:
     return lines
 
 
+INDEX_FLAG = "index_flag"
+"""The last parameter of a kernel that gathers: an int32 it sets to 1 when an index
+falls outside its dimension (the load reads 0 instead); the executor reads it after
+the call and reports the op."""
+
+
+def gathers(group: tcp.IsolatedGroupOp) -> bool:
+    """Whether ``group`` loads through indices it reads at run time."""
+    return any(isinstance(op, (tcp.GatherOp, tcp.TakeAlongOp)) for op in group.walk())
+
+
 def pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str], list[str]]:
     block = info.group.body.block
     pointers: dict[SSAValue, str] = {}
@@ -96,6 +107,8 @@ def pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str],
     for i, y in enumerate(info.outputs):
         outs.append(f"out{i}")
         signature[f"out{i}"] = POINTER_TYPES[element_name(element_of(y))]
+    if gathers(info.group):
+        signature[INDEX_FLAG] = "*i32"
     return pointers, signature, outs
 
 
