@@ -174,12 +174,10 @@ class GpuExecutor:
     def _index_flags(self) -> IndexCheck:
         """One int32 per step whose kernel gathers, each kernel pointed at its own."""
         flagged = [(i, s) for i, s in enumerate(self.steps) if getattr(s.kernel, "index_flag", None) is not None]
-        if not flagged:
-            return IndexCheck(None, [])
-        flags = torch.zeros(len(flagged), dtype=torch.int32, device=self.device)
+        check = IndexCheck([_gathers_of(step, i) for i, step in flagged], self.device)
         for slot, (_, step) in enumerate(flagged):
-            step.kernel.index_flag = flags[slot : slot + 1]  # type: ignore[union-attr]
-        return IndexCheck(flags, [_gathers_of(step, i) for i, step in flagged])
+            step.kernel.index_flag = check.slot(slot)  # type: ignore[union-attr]
+        return check
 
     def _plan_step(self, op: Operation, graphs: dict[Operation, GroupKernel]) -> Step:
         specs = [(shape_of(r), torch_dtype(element_of(r))) for r in op.results]

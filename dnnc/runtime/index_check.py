@@ -17,18 +17,26 @@ import torch
 
 from dnnc.errors import InputError
 
+SLOT = 4
+"""int32s per flag: each flag starts 16 bytes from the last, so a kernel's flag argument
+is as aligned as its other tensors and keeps the kernel compiled with alignment hints."""
+
 
 class IndexCheck:
-    def __init__(self, flags: torch.Tensor | None, steps: Sequence[str]):
-        """``flags``: the executor's int32 buffer (None where no step gathers);
-        ``steps``: what each flag's step is, for the message."""
-        self.flags = flags
+    def __init__(self, steps: Sequence[str], device: torch.device | str):
+        """``steps``: what each gathering step is, for the message (none: nothing to check)."""
         self.steps = list(steps)
+        self.flags = torch.zeros(len(self.steps) * SLOT, dtype=torch.int32, device=device) if self.steps else None
         self._host: torch.Tensor | None = None
         self._arrived: torch.cuda.Event | None = None
-        if flags is not None and flags.is_cuda:
-            self._host = torch.zeros(flags.shape, dtype=flags.dtype, pin_memory=True)
+        if self.flags is not None and self.flags.is_cuda:
+            self._host = torch.zeros(self.flags.shape, dtype=self.flags.dtype, pin_memory=True)
             self._arrived = torch.cuda.Event()
+
+    def slot(self, index: int) -> torch.Tensor:
+        """The flag of the ``index``-th gathering step: what its kernel writes to."""
+        assert self.flags is not None
+        return self.flags[index * SLOT : index * SLOT + 1]
 
     def before_call(self) -> None:
         """Report what an earlier call's copy brought, if it has arrived."""
@@ -52,7 +60,7 @@ class IndexCheck:
             self._report(self.flags.cpu())
 
     def _report(self, seen: torch.Tensor) -> None:
-        hits = [step for step, hit in zip(self.steps, seen.tolist()) if hit]
+        hits = [step for step, hit in zip(self.steps, seen[::SLOT].tolist()) if hit]
         if not hits:
             return
         assert self.flags is not None

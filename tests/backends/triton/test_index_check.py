@@ -55,6 +55,8 @@ def test_an_index_out_of_range_is_reported_and_cleared(rng: torch.Generator) -> 
     executor = GpuExecutor(program, "cpu")
     check = executor.index_check
     assert check.flags is not None and len(check.steps) >= 1
+    kernels = [s.kernel for s in executor.steps if getattr(s.kernel, "index_flag", None) is not None]
+    assert all(k.index_flag.data_ptr() % 16 == 0 for k in kernels)  # aligned like the other arguments
     (got,) = executor.run([ids, x])
     check.after_call()  # in range: nothing to say
     assert_matches(got, expected[0], torch.float32)
@@ -92,3 +94,18 @@ def test_on_the_gpu_a_later_call_or_check_indices_reports_it(rng: torch.Generato
     torch.cuda.synchronize()
     with pytest.raises(InputError, match="index was out of range"):
         compiled(ids, x)  # the copy of the earlier call's flags has arrived by now
+
+
+def test_each_step_has_its_own_aligned_flag_and_only_hit_steps_are_named() -> None:
+    from dnnc.runtime.index_check import IndexCheck
+
+    check = IndexCheck(["step 0 (a)", "step 3 (b)", "step 7 (c)"], "cpu")
+    slots = [check.slot(i) for i in range(3)]
+    assert [s.data_ptr() - slots[0].data_ptr() for s in slots] == [0, 16, 32]
+    check.after_call()
+    slots[1].fill_(1)
+    with pytest.raises(InputError) as info:
+        check.after_call()
+    assert "step 3 (b)" in str(info.value) and "step 0" not in str(info.value) and "step 7" not in str(info.value)
+    check.after_call()  # cleared
+    IndexCheck([], "cpu").after_call()  # nothing gathers: nothing to do
