@@ -16,6 +16,7 @@ from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import InputError
 from dnnc.ir.program import Program
 from dnnc.report import CompileReport
+from dnnc.runtime.index_check import IndexCheck
 from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
 
 
@@ -50,6 +51,9 @@ class CompiledModule:
         self._in_spec = in_spec
         self._positional = positional  # the example inputs were plain positional tensors
         self._out_spec = out_spec
+        self._index_check: IndexCheck | None = None
+        """The gathering steps' out-of-range flags (GPU programs that gather; the
+        reference backend raises by itself)."""
         if device == "cuda":
             from dnnc.runtime.arena import ArenaRunner
             from dnnc.runtime.cuda_graph import CudaGraphRunner
@@ -62,6 +66,8 @@ class CompiledModule:
             arena = ArenaRunner(self._executor)
             graphed = knobs.get().cuda_graph if cuda_graph is None else cuda_graph
             self._runner: Any = CudaGraphRunner(arena) if graphed else arena
+            if self._executor.index_check.flags is not None:
+                self._index_check = self._executor.index_check
         else:
             self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
             self._runner = self._executor
@@ -72,12 +78,11 @@ class CompiledModule:
         else:
             flat = as_tensors(self._flatten(args))
         check_inputs(self.input_specs, flat, self.device)
-        index_check = getattr(self._executor, "index_check", None)
-        if index_check is not None:
-            index_check.before_call()
+        if self._index_check is not None:
+            self._index_check.before_call()
         outputs = self._runner.run(flat)
-        if index_check is not None:
-            index_check.after_call()
+        if self._index_check is not None:
+            self._index_check.after_call()
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)
@@ -86,9 +91,8 @@ class CompiledModule:
         """Wait for the calls made so far and raise if a GPU kernel met a gather index
         out of range in any of them. Without this, such an index is reported by a
         later call (the kernel reads 0 for it; see ``runtime.index_check``)."""
-        index_check = getattr(self._executor, "index_check", None)
-        if index_check is not None:
-            index_check.check_now()
+        if self._index_check is not None:
+            self._index_check.check_now()
 
     def summary(self) -> dict[str, Any]:
         """What runs the program: steps per backend, ops left to torch, fallbacks with

@@ -319,7 +319,7 @@ def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:
 
 def _gathers_of(step: Step, index: int) -> str:
     """The gathers of a step's group, as a message names them."""
-    ops = [op for op in step.op.walk() if isinstance(op, (tcp.GatherOp, tcp.TakeAlongOp))]
+    ops = [op for op in step.op.walk() if isinstance(op, tcp.GATHER_OPS)]
     shown = ", ".join(f"{op.name} from {'x'.join(map(str, shape_of(op.input)))} along axis {scalar(op.axis)}" for op in ops)
     kind = group_attr(step.op, GROUP_KIND_ATTR) or step.op.name
     return f"step {index} ({kind} group: {shown})"

@@ -7,7 +7,7 @@ BatchNorms folded into the convolutions' weights in that dtype if that is larger
 the dtype's tolerance if that is larger still.
 
 Folding a BatchNorm into the convolution before it (as inference compilers do,
-torch.compile's freezing included) rounds the scaled weights to float16 once more.
+torch.compile's freezing included) rounds the scaled weights to the model's dtype once more.
 In a deep network that rounding alone can reach the float16 tolerance and beyond
 (timm ``seresnext26d_32x4d``: 1.95e-3 in float64, ``inception_v3`` 1.39e-2,
 ``mobilenetv2_100`` 1.56e-2), so it is measured, for every BatchNorm whose input is
@@ -44,7 +44,7 @@ class _LeafNorms(torch.fx.Tracer):
 
 def _conv_norm_pairs(model: torch.nn.Module) -> list[tuple[torch.nn.Conv2d, torch.nn.modules.batchnorm._BatchNorm]]:
     """Each BatchNorm whose only input is a Conv2d that feeds nothing else: what an
-    inference compiler folds. None where torch.fx cannot trace the model (Hugging Face
+    inference compiler folds. Empty where torch.fx cannot trace the model (Hugging Face
     control flow)."""
     try:
         graph = _LeafNorms().trace(model)

@@ -93,7 +93,7 @@ the call and reports the op."""
 
 def gathers(group: tcp.IsolatedGroupOp) -> bool:
     """Whether ``group`` loads through indices it reads at run time."""
-    return any(isinstance(op, (tcp.GatherOp, tcp.TakeAlongOp)) for op in group.walk())
+    return any(isinstance(op, tcp.GATHER_OPS) for op in group.walk())
 
 
 def pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str], list[str]]:

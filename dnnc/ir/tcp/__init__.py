@@ -90,6 +90,8 @@ from dnnc.ir.tcp.shape import (
 from dnnc.ir.tcp.sources import ConstantOp, IotaOp, ParamOp
 
 SOURCE_OPS = (ParamOp, ConstantOp, IotaOp)
+GATHER_OPS = (GatherOp, TakeAlongOp)
+"""Ops that load through indices read at run time (an index can fall outside its dimension)."""
 ALL_OPS = (*SOURCE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *REDUCTION_OPS, *SELECTION_OPS, *ATTENTION_OPS, *GROUP_OPS)
 
 TCP = Dialect("tcp", list(ALL_OPS), [])
@@ -98,6 +100,7 @@ __all__ = [
     "ALL_OPS",
     "ATTENTION_OPS",
     "BINARY_OPS",
+    "GATHER_OPS",
     "SELECTION_OPS",
     "SHAPE_OPS",
     "SOURCE_OPS",
