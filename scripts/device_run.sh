@@ -6,13 +6,15 @@
 # dnnc runs from the source tree; nothing is installed into the image's Python.
 # Steps (arguments, in order; default: all): tests gpu-tests bench
 #   tests      the whole suite (CPU and GPU tests), junit XML
-#   gpu-tests  only the tests marked gpu, $GPU_TEST_WORKERS (3) at a time (extra pytest args
-#              via $PYTEST_ARGS; the whole set one at a time takes over 10 minutes)
-#   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (4) at a time:
-#              each compiles a whole network, and more at once starve Triton's
-#              autotuning of CPU; each compile gets cores / workers Triton compile processes
-#              ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext": fifty
-#              whole-network compiles do not fit one 10-minute call)
+#   gpu-tests  only the tests marked gpu, $GPU_TEST_WORKERS (1) at a time (extra pytest args
+#              via $PYTEST_ARGS)
+#   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (1) at a time
+#              ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext")
+#   One at a time because compiles sharing the GPU slow each other down many times over:
+#   autotuning times every plan and config on the GPU, and each timing waits for the other
+#   processes' work (efficientnet_b0's zoo test: 31 s alone on an H200, 310 s four at a
+#   time on an H100; BENCHMARKS.md, "Whole compiles"). Each test worker gets
+#   cores / workers Triton compile processes.
 #   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
 #   compile-time  cold and warm whole compiles, the cold one profiled (bench/compile_time.py;
@@ -56,13 +58,13 @@ for step in $steps; do
       python3 -m pytest -n 8 -q -p no:cacheprovider --junitxml="$OUT/tests.xml" tests 2>&1 | tee "$OUT/tests.log" | tail -25
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     gpu-tests)
-      workers=${GPU_TEST_WORKERS:-3}
+      workers=${GPU_TEST_WORKERS:-1}
       # shellcheck disable=SC2086
       DNNC_COMPILE_WORKERS=${DNNC_COMPILE_WORKERS:-$(( $(nproc) / workers ))} \
       python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     zoo-gpu)
-      workers=${ZOO_TEST_WORKERS:-4}
+      workers=${ZOO_TEST_WORKERS:-1}
       # shellcheck disable=SC2086
       DNNC_COMPILE_WORKERS=${DNNC_COMPILE_WORKERS:-$(( $(nproc) / workers ))} \
       python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=0 \
