@@ -38,7 +38,7 @@ class CompiledModule:
         out_spec: Any = None,
         positional: bool = True,
         *,
-        kernels: Any = None,
+        recorded: Any = None,
         cuda_graph: bool | None = None,
         target: str | None = None,
     ):
@@ -60,7 +60,7 @@ class CompiledModule:
             from dnnc.runtime.gpu_executor import GpuExecutor
 
             started = time.perf_counter()
-            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda", kernels)
+            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda", recorded)
             report.add("gpu-build", started, None)  # cuDNN plans built (tuned unless recorded), kernels compiled
             self._executor.announce()
             arena = ArenaRunner(self._executor)
@@ -136,7 +136,7 @@ class CompiledModule:
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
-        from dnnc.artifact.kernels import embed_user_kernels, portable_kernels, triton_records
+        from dnnc.artifact.kernels import embed_user_kernels, kernel_records, portable_kernels
         from dnnc.artifact.store import ArtifactContents, save_artifact
         from dnnc.paths import check_writable
 
@@ -148,15 +148,15 @@ class CompiledModule:
             "positional": self._positional,
         }
         summary: dict[str, Any] = {"memory_peak_bytes": self.memory_peak_bytes}
-        triton: list[dict[str, Any]] = []
+        kernels: dict[str, list[dict[str, Any]]] = {}
         program, files = self.program, {}
         if self.device == "cuda":
             executor = self._executor
             summary.update(self.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
-            triton = triton_records(executor.steps)  # type: ignore[union-attr]
+            kernels = kernel_records(executor)
             program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
         program = portable_kernels(program)
-        return save_artifact(ArtifactContents(program, self.target, structure, triton, summary, files=files), path)
+        return save_artifact(ArtifactContents(program, self.target, structure, kernels, summary, files=files), path)
 
 
 def target_of(device: str) -> str:

@@ -52,6 +52,10 @@ class ArtifactError(DnncError):
     version, or built for a target it cannot run on here."""
 
 
+class ArtifactWarning(UserWarning):
+    """An artifact that loads, but not exactly as it was built (other version or GPU)."""
+
+
 class KernelDeclarationError(DnncError):
     """A user kernel's declaration that is inconsistent in itself, or with its call,
     its object code (the PTX ``.entry`` or cubin parameters) or the device's limits."""

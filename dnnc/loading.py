@@ -28,9 +28,10 @@ def load(
     implementations (running their code); without it a reference must be a function
     this process declared with ``dnnc.CustomKernel``.
     """
-    from dnnc.artifact.kernels import RecordedKernels, parse_triton_records
-    from dnnc.artifact.store import read_artifact, triton_member
+    from dnnc.artifact.kernels import parse_kernel_records, records_member
+    from dnnc.artifact.store import read_artifact
     from dnnc.artifact.target import runtime_device
+    from dnnc.backends.interface import Recorded
 
     if not isinstance(path, (str, os.PathLike)):
         raise ArtifactError(f"dnnc.load takes the path of a .dnnc artifact, got {type(path).__name__}")
@@ -43,11 +44,12 @@ def load(
 
         trust_references(contents.program)
     where = runtime_device(contents.target, device, Path(path))
-    kernels = None
+    recorded = None
     if where == "cuda":
-        records = parse_triton_records(contents.triton, triton_member(contents.target))
+        members = {records_member(contents.target, backend): records for backend, records in contents.kernels.items()}
         written_by = contents.manifest.data.get("dnnc") if contents.manifest is not None else None
-        kernels = RecordedKernels(records, contents.files, same_version=written_by == __version__)
+        records = parse_kernel_records(members, contents.target, str(path))
+        recorded = Recorded(records, contents.files, same_version=written_by == __version__)
     structure = contents.structure
     try:
         in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))
@@ -66,7 +68,7 @@ def load(
         in_spec,
         out_spec,
         bool(structure.get("positional", True)),
-        kernels=kernels,
+        recorded=recorded,
         cuda_graph=cuda_graph,
         target=contents.target,
     )

@@ -10,8 +10,8 @@ its weights, the choices that make loading it cheap, and what built it.
 ``dnnc.load(path)`` (``dnnc.api``) is the entry point.
 """
 
-from dnnc.artifact.kernels import ArtifactWarning
 from dnnc.artifact.manifest import SCHEMA_VERSION
 from dnnc.artifact.store import ArtifactContents, read_artifact, read_manifest, save_artifact
+from dnnc.errors import ArtifactWarning
 
 __all__ = ["SCHEMA_VERSION", "ArtifactContents", "ArtifactWarning", "read_artifact", "read_manifest", "save_artifact"]

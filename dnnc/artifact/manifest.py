@@ -17,8 +17,7 @@ from typing import Any
 
 import torch
 
-from dnnc.artifact.kernels import ArtifactWarning
-from dnnc.errors import ArtifactError
+from dnnc.errors import ArtifactError, ArtifactWarning
 from dnnc.runtime.signature import TensorSpec
 from dnnc.version import __version__
 

@@ -3,8 +3,9 @@
 Members (README.md, "Artifacts"): ``manifest.json``, ``program.mlir`` (the IR of
 the final stage, cuDNN plans on their ops), ``params.safetensors``,
 ``metadata.json`` (``Program.metadata`` verbatim, e.g. the partitioner's
-decisions) and, for GPU targets, ``kernels/<target>/triton.json`` and every user
-kernel's objects under ``kernels/extern/``.
+decisions) and, for GPU targets, each backend's kernel records
+(``kernels/<target>/<backend>.json``, ``artifact.kernels``) and every user kernel's
+objects under ``kernels/extern/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from dnnc.artifact.archive import MANIFEST, Archive, check_name, sha256, write_archive
-from dnnc.artifact.kernels import EXTERN_PREFIX, parse_triton_records
+from dnnc.artifact.kernels import EXTERN_PREFIX, parse_kernel_records, records_member
 from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
 from dnnc.errors import ArtifactError, DnncError
 from dnnc.ir.params import ParamStore
@@ -39,10 +40,6 @@ REQUIRED = (PROGRAM, PARAMS, METADATA)
 _EXTERN_MEMBER = re.compile(r"^kernels/extern/[^/]+/[^/]+$")
 
 
-def triton_member(target: str) -> str:
-    return f"kernels/{target}/triton.json"
-
-
 @dataclass
 class ArtifactContents:
     """What a compiled module needs to be saved, or what a read artifact holds."""
@@ -51,7 +48,8 @@ class ArtifactContents:
     target: str
     structure: dict[str, Any] = field(default_factory=dict)
     """``in_spec`` / ``out_spec`` (pytree specs as JSON strings, or None) and ``positional``."""
-    triton: list[dict[str, Any]] = field(default_factory=list)
+    kernels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Backend name -> its kernels' records (JSON), as ``artifact.kernels`` writes them."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Facts for ``dnnc inspect``: ``steps`` per backend, ``memory_peak_bytes``, device name."""
     manifest: Manifest | None = None
@@ -70,7 +68,11 @@ def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
         METADATA: json.dumps(program.metadata, indent=1, sort_keys=True).encode(),
     }
     if contents.target != "cpu":
-        members[triton_member(contents.target)] = json.dumps(contents.triton, indent=1).encode()
+        from dnnc.runtime.kernel_backends import recording_backends
+
+        for backend in recording_backends():
+            records = contents.kernels.get(backend.name, [])
+            members[records_member(contents.target, backend.name)] = json.dumps(records, indent=1).encode()
     members.update(contents.files)
     manifest = {
         "format": FORMAT,
@@ -103,7 +105,7 @@ def _open(path: Path) -> tuple[Archive, Manifest]:
     try:
         manifest = parse_manifest(archive.raw(MANIFEST), path)
         listed = manifest.members
-        for name in (*REQUIRED, *([triton_member(manifest.target)] if manifest.target != "cpu" else [])):
+        for name in REQUIRED:
             if name not in listed:
                 raise ArtifactError(f"artifact {path}: manifest field 'members' does not list {name!r}")
         for name in listed:
@@ -111,7 +113,7 @@ def _open(path: Path) -> tuple[Archive, Manifest]:
             if not _known_member(name, manifest.target):
                 raise ArtifactError(
                     f"artifact {path}: manifest field 'members' lists {name!r}, which is not a member dnnc writes "
-                    f"({', '.join(REQUIRED)}, {triton_member('<target>')}, {EXTERN_PREFIX}<kernel>/<object>)"
+                    f"({', '.join(REQUIRED)}, {records_member('<target>', '<backend>')}, {EXTERN_PREFIX}<kernel>/<object>)"
                 )
         unknown = sorted(archive.names - {MANIFEST} - set(listed))
         if unknown:
@@ -127,9 +129,15 @@ def _open(path: Path) -> tuple[Archive, Manifest]:
 def _known_member(name: str, target: str) -> bool:
     if name in REQUIRED:
         return True
-    if target != "cpu" and name == triton_member(target):
+    if target != "cpu" and name in _records_members(target):
         return True
     return bool(_EXTERN_MEMBER.match(name))
+
+
+def _records_members(target: str) -> list[str]:
+    from dnnc.runtime.kernel_backends import recording_backends
+
+    return [records_member(target, b.name) for b in recording_backends()]
 
 
 def read_artifact(path: str | Path) -> ArtifactContents:
@@ -149,11 +157,14 @@ def read_artifact(path: str | Path) -> ArtifactContents:
     except DnncError as e:
         raise ArtifactError(f"artifact {path}: {e}") from None
     _check_signature(manifest, program, path)
-    triton = _json(data[triton_member(manifest.target)], triton_member(manifest.target), path) if manifest.target != "cpu" else []
-    parse_triton_records(triton, f"{path}:{triton_member(manifest.target)}")  # malformed records fail here, not at load
+    kernels = {}
+    if manifest.target != "cpu":
+        by_member = {name: _json(data[name], name, path) for name in _records_members(manifest.target) if name in data}
+        parse_kernel_records(by_member, manifest.target, str(path))  # malformed records fail here, not at load
+        kernels = {name.rsplit("/", 1)[1].removesuffix(".json"): records for name, records in by_member.items()}
     summary = manifest.data.get("summary") or {}
     files = {name: blob for name, blob in data.items() if name.startswith(EXTERN_PREFIX)}
-    return ArtifactContents(program, manifest.target, manifest.data["structure"], triton, summary, manifest, files)
+    return ArtifactContents(program, manifest.target, manifest.data["structure"], kernels, summary, manifest, files)
 
 
 def _module(raw: bytes, path: Path) -> Any:

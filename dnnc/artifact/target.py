@@ -8,8 +8,7 @@ from pathlib import Path
 import torch
 
 from dnnc import knobs
-from dnnc.artifact.kernels import ArtifactWarning
-from dnnc.errors import ArtifactError
+from dnnc.errors import ArtifactError, ArtifactWarning
 from dnnc.log import say_once
 from dnnc.runtime import device as runtime_device_choice
 

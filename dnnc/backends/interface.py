@@ -1,26 +1,97 @@
-"""What the GPU executor needs from a backend's compiled group.
+"""What the GPU executor and the artifact need from a backend.
 
-A backend compiles one group (a ``tcp.isolated_group`` or a ``cudnn.graph``) into a
-``GroupKernel``. The executor owns memory: it allocates every output as a
-contiguous (row-major) tensor of the op's result type and hands it to ``launch``,
-so kernels never allocate, never synchronize and can be captured in a CUDA graph.
+A backend compiles one top-level op it takes (a ``tcp.isolated_group``, a
+``cudnn.graph``, an ``extern.dispatch``) into a ``GroupKernel``. The executor owns
+memory: it allocates every output as a contiguous (row-major) tensor of the op's
+result type and hands it to ``launch``, so kernels never allocate, never synchronize
+and can be captured in a CUDA graph.
+
+Each backend is one ``KernelBackend`` entry in ``dnnc.runtime.kernel_backends``; the
+executor and the artifact iterate over that table. A kernel's ``record()`` is what
+the backend needs to build the same kernel again without tuning (a cuDNN plan, a
+Triton config); the artifact stores records as data, one member per backend, keyed
+by the op's position among that backend's ops, and loading hands each op its record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 import torch
+from xdsl.ir import Operation
 
 
 class GroupKernel(Protocol):
     backend: str
-    """Which backend runs it: ``cudnn``, ``triton`` or ``torch`` (the stopgap)."""
+    """Which backend runs it (its ``KernelBackend.name``)."""
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         """Enqueue the work on the current torch stream; write results into ``outputs``."""
         ...
+
+    def record(self) -> dict[str, Any] | None:
+        """JSON data that rebuilds this kernel without tuning; None: nothing to record."""
+        ...
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An artifact's kernel records, parsed: what loading builds from."""
+
+    records: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
+    """Backend name -> the op's position among that backend's ops -> its parsed record."""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """Members holding user kernels' objects."""
+    same_version: bool = True
+    """Whether this dnnc's version wrote the artifact: a record it no longer reproduces
+    then means the file was changed."""
+
+
+@dataclass
+class BuildContext:
+    """What building one op's kernel may use besides the op."""
+
+    device: torch.device
+    recorded: Recorded | None = None
+    """None at compile time (tune); an artifact's records when loading (never tune)."""
+    base_dir: Path | None = None
+    """Where a user kernel's relative paths start (compile time)."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Kernels one executor's construction shares between identical ops, by a backend's key."""
+
+    def record(self, backend: str, ordinal: int | None) -> Any:
+        """The parsed record for the op, or None (compile time, or not recorded)."""
+        if self.recorded is None or ordinal is None:
+            return None
+        return self.recorded.records.get(backend, {}).get(ordinal)
+
+
+@dataclass(frozen=True)
+class KernelBackend:
+    """One backend as the executor and the artifact see it."""
+
+    name: str
+    takes: Callable[[Operation], bool]
+    """Whether a top-level op is this backend's."""
+    build: Callable[[Operation, int | None, BuildContext], GroupKernel]
+    """The op's kernel; the ordinal is its position among this backend's ops in the
+    program as compiled (None: an op made while building, from a group given back)."""
+    no_kernel: tuple[type[Exception], ...] = ()
+    """What ``build`` raises when it has no kernel for the op: the op falls back (given
+    back, or run as torch ops) instead of failing the build."""
+    parse_records: Callable[[Any, str], dict[int, Any]] | None = None
+    """An artifact member's JSON (and its name, for errors) -> ordinal -> record; None:
+    the backend's kernels record nothing."""
+    give_back: Callable[[Operation], None] | None = None
+    """Rewrite an op this backend has no kernel for as tcp ops, for ``regroup``; raises
+    when it cannot."""
+    regroup: Callable[[Any], None] | None = None
+    """Group the tcp ops other backends gave back in a module, as this backend's ops."""
+    gpu_only: bool = False
+    """Off a GPU its ops run through their reference rules (torch ops)."""
 
 
 GROUP_BACKEND_ATTR = "backend"

@@ -13,8 +13,9 @@ Per call, outputs of kernels are allocated through torch's caching allocator on
 the current stream (or taken from a caller's ``allocate``, e.g. the arena of
 ``runtime.arena``) and kernels are enqueued without synchronizing.
 
-How kernels are obtained is a ``KernelProvider``: ``TunedKernels`` (compile time:
-tune cuDNN plans and Triton configs) or an artifact's recorded choices.
+Each op's kernel comes from the backend that takes it (``kernel_backends``): built
+and tuned at compile time, or rebuilt from an artifact's records (``Recorded``)
+without tuning.
 """
 
 from __future__ import annotations
@@ -23,25 +24,23 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
-from dnnc.backends.interface import GROUP_KIND_ATTR, GroupKernel, group_attr
+from dnnc.backends.interface import GROUP_KIND_ATTR, BuildContext, GroupKernel, KernelBackend, Recorded, group_attr
 from dnnc.backends.reference import Value, execute
-from dnnc.backends.triton import is_triton_group
 from dnnc.errors import ArtifactError
-from dnnc.ir import cudnn, extern, tcp
+from dnnc.ir import extern, tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
 from dnnc.runtime.index_check import IndexCheck
+from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of
 
 log = logging.getLogger("dnnc.gpu")
 
@@ -91,50 +90,6 @@ class Fallback:
     """What runs the group instead: ``triton`` (a cuDNN graph raised to tcp) or ``torch``."""
 
 
-class KernelProvider(Protocol):
-    """Builds the kernel of one cuDNN graph or Triton group; raising falls back to torch ops."""
-
-    def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel: ...
-
-    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
-        """``ordinal``: the group's position among the program's Triton groups (None: a group
-        made at build time from a cuDNN graph with no engine)."""
-        ...
-
-    def extern(self, op: extern.DispatchOp, device: torch.device, base: Path | None) -> GroupKernel:
-        """A user kernel; ``base``: the directory its declaration's relative paths start from."""
-        ...
-
-
-class TunedKernels:
-    """Compile time: cuDNN plans tuned (or rebuilt from the plan cache), Triton configs timed."""
-
-    def cudnn(self, op: cudnn.GraphOp, device: torch.device, signature: str) -> GroupKernel:
-        from dnnc.backends.cudnn import build_kernel
-
-        return build_kernel(op, device, signature)
-
-    def triton(self, op: tcp.IsolatedGroupOp, ordinal: int | None, device: torch.device) -> GroupKernel:
-        from dnnc.backends.triton import compile_group
-
-        return compile_group(op, device)
-
-    def extern(self, op: extern.DispatchOp, device: torch.device, base: Path | None) -> GroupKernel:
-        from dnnc.kernels.objects import kernel_objects
-
-        return extern_kernel(op, device, lambda decl: kernel_objects(decl, base=base))
-
-
-def extern_kernel(op: extern.DispatchOp, device: torch.device, objects: Callable[[Any], Any]) -> GroupKernel:
-    """The dispatch's kernel loaded on ``device`` (once per declaration and device) with its constants."""
-    from dnnc.kernels.custom import loaded_kernel
-    from dnnc.kernels.runtime import ExternKernel, LoadedKernel
-
-    decl = op.declaration()
-    loaded: LoadedKernel = loaded_kernel(decl, device, objects(decl))
-    return ExternKernel(loaded, op.constant_values())
-
-
 Allocate = Callable[[int, "Step"], list[torch.Tensor]]
 """Output tensors for step ``i`` (a kernel step), in place of fresh allocations."""
 AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
@@ -142,10 +97,11 @@ AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
 
 
 class GpuExecutor:
-    def __init__(self, program: Program, device: torch.device | str = "cuda", kernels: KernelProvider | None = None):
+    def __init__(self, program: Program, device: torch.device | str = "cuda", recorded: Recorded | None = None):
+        """``recorded``: an artifact's kernel records, rebuilt without tuning; None tunes."""
         self.program = program
         self.device = torch.device(device)
-        self.kernels = kernels or TunedKernels()
+        self.context = BuildContext(self.device, recorded, program.base_dir)
         params = {
             op.param_name: program.params[op.param_name].to(self.device, torch_dtype(element_of(op.result))).contiguous()
             for op in program.param_ops()
@@ -155,16 +111,17 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
-        self._triton_ordinals = {op: i for i, op in enumerate(o for o in self.block.ops if is_triton_group(o))}
-        """Positions among the program's own Triton groups (what an artifact's records are keyed by)."""
-        graphs = self._build_graphs()
+        self.ordinals = _ordinals(self.block)
+        """Each op's position among its backend's ops in the program as compiled: what
+        an artifact's records are keyed by."""
+        built = self._build_givers()
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
                 break
             if isinstance(op, tcp.SOURCE_OPS):
                 self.statics.update(zip(op.results, run_stopgap(op, [], self.env)))
                 continue
-            self.steps.append(self._plan_step(op, graphs))
+            self.steps.append(self._plan_step(op, built))
         ret = self.block.last_op
         assert isinstance(ret, func.ReturnOp)
         self._returned = list(ret.operands)
@@ -179,68 +136,60 @@ class GpuExecutor:
             step.kernel.index_flag = check.slot(slot)  # type: ignore[union-attr]
         return check
 
-    def _plan_step(self, op: Operation, graphs: dict[Operation, GroupKernel]) -> Step:
-        specs = [(shape_of(r), torch_dtype(element_of(r))) for r in op.results]
-        if isinstance(op, cudnn.GraphOp):
-            kernel = graphs.get(op)
-            return Step(op, "cudnn", kernel, specs) if kernel is not None else Step(op, "torch")
-        if is_triton_group(op):
-            kernel = self._triton_kernel(op, self._triton_ordinals.get(op))
-            return Step(op, "triton", kernel, specs) if kernel is not None else Step(op, "torch")
-        if isinstance(op, extern.DispatchOp):
-            if self.device.type != "cuda":
-                return Step(op, "torch")  # its reference implementation, as on the reference backend
-            return Step(op, "extern", self.kernels.extern(op, self.device, self.program.base_dir), specs)
-        if isinstance(op, tcp.ReshapeOp):
-            return Step(op, "view")  # a row-major reshape moves no data
-        return Step(op, "torch")
+    def _plan_step(self, op: Operation, built: dict[Operation, GroupKernel]) -> Step:
+        backend = backend_of(op)
+        if backend is None:
+            return Step(op, "view") if isinstance(op, tcp.ReshapeOp) else Step(op, "torch")  # a row-major reshape moves no data
+        if backend.gpu_only and self.device.type != "cuda":
+            return Step(op, "torch")  # its reference implementation, as on the reference backend
+        kernel = built[op] if op in built else self._build(backend, op)
+        if kernel is None:
+            return Step(op, "torch")
+        return Step(op, backend.name, kernel, [(shape_of(r), torch_dtype(element_of(r))) for r in op.results])
 
-    def _build_graphs(self) -> dict[Operation, GroupKernel]:
-        """Every cuDNN graph's kernel (identical graphs built once). The graphs cuDNN
-        builds none for are raised to tcp and fused into Triton groups in their place."""
-        from dnnc.backends.cudnn import GraphUnsupported, RaiseError, graph_signature, raise_graph
-        from dnnc.backends.triton import TritonFuse
-        from dnnc.errors import BackendUnavailable
-        from dnnc.ir.context import make_context
-
-        kernels: dict[Operation, GroupKernel] = {}
-        by_signature: dict[str, GroupKernel] = {}
-        unsupported: list[tuple[cudnn.GraphOp, str]] = []
-        for op in [o for o in self.block.ops if isinstance(o, cudnn.GraphOp)]:
-            sig = graph_signature(op)
-            if sig in by_signature:
-                op.plan = cudnn_plan_attr(by_signature[sig])
-                kernels[op] = by_signature[sig]
-                continue
-            try:
-                kernels[op] = by_signature[sig] = self.kernels.cudnn(op, self.device, sig)
-            except (GraphUnsupported, BackendUnavailable) as e:
-                unsupported.append((op, str(e)))
-        raised = False
-        for op, reason in unsupported:
-            kind = group_attr(op, GROUP_KIND_ATTR) or op.name
-            try:
-                raise_graph(op)
-            except RaiseError as e:
-                self._fell_back(op, "cudnn", f"{reason} (and it has no tcp form here: {e})")
-                continue
-            raised = True
-            self._fell_back(op, "cudnn", reason, runs_as="triton", kind=kind)
-        if raised:
-            TritonFuse().apply(make_context(), self.program.module)
-        return kernels
-
-    def _triton_kernel(self, op: tcp.IsolatedGroupOp, ordinal: int | None) -> GroupKernel | None:
+    def _build(self, backend: KernelBackend, op: Operation) -> GroupKernel | None:
+        """The op's kernel, or None after recording why it falls back."""
         try:
-            return self.kernels.triton(op, ordinal, self.device)
-        except ImportError as e:
-            self._fell_back(op, "triton", f"the Triton backend is not available: {e}")
-            return None
+            return backend.build(op, self.ordinals.get(op), self.context)
         except ArtifactError:  # a changed artifact is refused, not worked around
             raise
-        except Exception as e:  # the stopgap runs the group instead
-            self._fell_back(op, "triton", f"{type(e).__name__}: {e}")
+        except backend.no_kernel as e:
+            if backend.give_back is None:
+                self._fell_back(op, backend.name, _reason(e, backend))
+            else:
+                self._refused.append((op, _reason(e, backend)))
             return None
+
+    def _build_givers(self) -> dict[Operation, GroupKernel]:
+        """The kernels of backends that give back what they cannot build, built first:
+        the ops they give back become tcp ops, which the backends that regroup take
+        (fused into Triton groups) before the rest is built."""
+        built: dict[Operation, GroupKernel] = {}
+        self._refused: list[tuple[Operation, str]] = []
+        givers = [b for b in KERNEL_BACKENDS if b.give_back is not None]
+        for op in list(self.block.ops):
+            backend = backend_of(op)
+            if backend in givers:
+                kernel = self._build(backend, op)  # type: ignore[arg-type]
+                if kernel is not None:
+                    built[op] = kernel
+        given = False
+        for op, reason in self._refused:
+            backend = backend_of(op)
+            assert backend is not None and backend.give_back is not None
+            kind = group_attr(op, GROUP_KIND_ATTR) or op.name
+            try:
+                backend.give_back(op)
+            except Exception as e:
+                self._fell_back(op, backend.name, f"{reason} (and it has no tcp form here: {e})")
+                continue
+            given = True
+            self._fell_back(op, backend.name, reason, runs_as=_REGROUPED_BY, kind=kind)
+        if given:
+            for backend in KERNEL_BACKENDS:
+                if backend.regroup is not None:
+                    backend.regroup(self.program.module)
+        return built
 
     def _fell_back(self, op: Operation, backend: str, reason: str, runs_as: str = "torch", kind: str | None = None) -> None:
         kind = kind or group_attr(op, GROUP_KIND_ATTR) or op.name
@@ -248,7 +197,7 @@ class GpuExecutor:
         # cuDNN's reasons carry every engine's refusal: one line here, all of it in the debug log
         head = reason.splitlines()[0] if reason else ""
         short = head if len(head) <= 200 else head[:200] + "..."
-        instead = "generated Triton kernels" if runs_as == "triton" else "torch ops"
+        instead = "torch ops" if runs_as == "torch" else f"generated {runs_as} kernels"
         log.warning("dnnc: %s group %s runs as %s instead: %s", backend, kind, instead, short)
         if short != reason:
             log.debug("dnnc: %s group %s: %s", backend, kind, reason)
@@ -282,12 +231,12 @@ class GpuExecutor:
         """How many top-level ops each backend runs, and which ops are stopgap torch ops."""
         by_backend = Counter(s.backend for s in self.steps)
         stopgap = Counter(group_attr(s.op, GROUP_KIND_ATTR) or s.op.name for s in self.steps if s.backend == "torch")
-        tuned = [getattr(s.kernel, "plan", None) for s in self.steps if s.backend == "cudnn"]
+        tuned = [getattr(s.kernel, "tuned_ms", None) for s in self.steps]
         return {
             "steps": dict(by_backend),
             "torch_ops": dict(stopgap),
             "fallbacks": [f.__dict__ for f in self.fallbacks],
-            "cudnn_tuned_ms_total": sum(p.ms for p in tuned if p is not None and p.ms is not None),
+            "tuned_ms_total": sum(ms for ms in tuned if ms is not None),
             "user_kernels": {
                 s.op.kernel_name: getattr(s.kernel, "variant", "?") for s in self.steps if isinstance(s.op, extern.DispatchOp)
             },
@@ -300,8 +249,24 @@ class GpuExecutor:
             say_once(f"dnnc: {s['steps'].get('torch', 0)} ops run as torch ops (stopgap, no generated kernel yet): {ops}")
 
 
-def cudnn_plan_attr(kernel: Any) -> StringAttr:
-    return StringAttr(kernel.plan.to_json())
+_REGROUPED_BY = next((b.name for b in KERNEL_BACKENDS if b.regroup is not None), "torch")
+"""What runs the ops a backend gives back."""
+
+
+def _reason(error: Exception, backend: KernelBackend) -> str:
+    """A refusal the backend names speaks for itself; any other failure says its type."""
+    return str(error) if type(error) in backend.no_kernel else f"{type(error).__name__}: {error}"
+
+
+def _ordinals(block: Any) -> dict[Operation, int]:
+    counts: Counter[str] = Counter()
+    ordinals = {}
+    for op in block.ops:
+        backend = backend_of(op)
+        if backend is not None:
+            ordinals[op] = counts[backend.name]
+            counts[backend.name] += 1
+    return ordinals
 
 
 def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:

@@ -50,14 +50,18 @@ class BuiltSite:
 
 def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None) -> list[BuiltSite]:
     """The marked sites of ``program`` in program order; ``kernels``: the built kernel
-    of each Triton group op (its config is the decision)."""
+    of each op (a cuDNN kernel's plan or a Triton kernel's config is the decision). A
+    cuDNN graph without a built kernel has the plan a tuning spec put on it, if any."""
     found: list[BuiltSite] = []
     for op, facts, group in marked_sites(program):
+        kernel = (kernels or {}).get(op)
         if isinstance(op, cudnn.GraphOp):
-            plan = json.loads(op.plan.data) if op.plan is not None else None
+            if kernel is not None:
+                plan = (kernel.record() or {}).get("plan")
+            else:
+                plan = json.loads(op.plan.data) if op.plan is not None else None
             found.append(BuiltSite(facts, group, _cudnn_decision(plan), (plan or {}).get("ms")))
         else:
-            kernel = (kernels or {}).get(op)
             config = dict(getattr(kernel, "config", None) or {})
             decision = Decision("triton", config=config) if config else None
             found.append(BuiltSite(facts, group, decision, getattr(kernel, "tuned_ms", None)))

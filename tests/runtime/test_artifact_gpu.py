@@ -84,6 +84,21 @@ def test_resnet50_fp16_loads_in_a_fresh_process_and_matches_eager(resnet, tmp_pa
     torch.testing.assert_close(got, compiled(x.cuda()).float().cpu(), **SAME)
 
 
+def test_plans_are_records_and_the_ir_stays_the_program(resnet) -> None:
+    """Each cuDNN graph's plan is in ``cudnn.json`` by its position; building wrote none into the IR."""
+    import zipfile
+
+    _, compiled, path = resnet
+    graphs = [s for s in compiled._executor.steps if s.backend == "cudnn"]
+    with zipfile.ZipFile(path) as z:
+        target = json.loads(z.read("manifest.json"))["target"]
+        records = json.loads(z.read(f"kernels/{target}/cudnn.json"))
+        program = z.read("program.mlir").decode()
+    assert sorted(r["ordinal"] for r in records) == sorted(compiled._executor.ordinals[s.op] for s in graphs)
+    assert all(r["plan"]["engine"] >= 0 for r in records)
+    assert "plan = " not in program and "plan=" not in program
+
+
 def test_graph_replay_equals_uncaptured_and_the_executor(resnet, rng: torch.Generator) -> None:
     _, compiled, path = resnet
     graphed, plain = dnnc.load(path, cuda_graph=True), dnnc.load(path, cuda_graph=False)

@@ -24,6 +24,7 @@ PUBLIC = {
     "graph_signature": "signature",
     "mark_group": "marking",
     "not_lowered": "marking",
+    "KERNEL_BACKEND": "kernel_backend:CUDNN",
 }
 __getattr__ = lazy_names(__name__, PUBLIC)
 

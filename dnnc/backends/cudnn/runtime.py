@@ -33,7 +33,7 @@ from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import BackendUnavailable, DnncError
 from dnnc.ir import cudnn as dialect
-from dnnc.ir.attrs import ints, scalar, str_attr
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.timing import device_time_ms
 
@@ -218,6 +218,15 @@ class CudnnGraphKernel:
         """True when the plan came from its record (cache) rather than from timing."""
         self._cudnn = load_frontend()
 
+    @property
+    def tuned_ms(self) -> float | None:
+        """The plan's time when it won the timing (here or where its record was made)."""
+        return self.plan.ms
+
+    def record(self) -> dict[str, Any]:
+        """The engine and knobs that rebuild this plan without timing."""
+        return {"plan": json.loads(self.plan.to_json())}
+
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         self._cudnn.set_stream(handle=self.handle, stream=torch.cuda.current_stream().cuda_stream)
         self.graph.execute((*inputs, *outputs, *self.extra), self.workspace, handle=self.handle, tensor_uids=self.uids)
@@ -261,7 +270,6 @@ def build_kernel(op: dialect.GraphOp, device: torch.device, signature: str | Non
             return _rebuild(op, device, handle, PlanRecord.from_json(op.plan.data))
         except Exception as e:
             log.warning("cudnn: the plan a tuning spec chose (%s) does not build here (%s); tuning instead", op.plan.data, e)
-            op.plan = None
     key = _plan_key(signature or graph_signature(op), device)
     cached = _PLANS.get_json(key)
     if cached is not None:
@@ -339,7 +347,6 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
     record = PlanRecord(int(engine), {_knob_name(k): int(v) for k, v in knob_map.items()}, _plan_name(g, best), best_ms, timed)
     g.build_plan_at_index(best)  # the plan ``execute`` runs
     ws = torch.empty(max(g.get_workspace_size_plan_at_index(best), 1), dtype=torch.uint8, device=device)
-    op.plan = str_attr(record.to_json())
     return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
 
 
@@ -383,7 +390,6 @@ def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: Pla
             )
     if kernel is None:
         kernel = _rebuild_by_name(op, device, handle, record)
-    op.plan = str_attr(record.to_json())
     kernel.rebuilt = True
     return kernel
 

@@ -40,6 +40,7 @@ PUBLIC = {
     "mark_group": "marking",
     "not_lowered": "marking",
     "precompile_lowered": "marking",
+    "KERNEL_BACKEND": "kernel_backend:TRITON",
 }
 """The surface the other stages use beyond the names imported above; ``launch`` and
 ``compiler`` import Triton itself, so they load on first use."""
@@ -47,6 +48,7 @@ __getattr__ = lazy_names(__name__, PUBLIC)
 
 __all__ = [
     "INDEX_FLAG",
+    "KERNEL_BACKEND",
     "KINDS",
     "PART_ATTR",
     "CodegenError",

@@ -64,6 +64,12 @@ class TritonKernel:
             if hasattr(self._aligned, "_init_handles"):
                 self._aligned._init_handles()  # load the module now, not during a CUDA graph capture
 
+    def record(self) -> dict[str, Any]:
+        """The source (compared at load, never run) and the config it is generated again with."""
+        s = self.source
+        fields = {"kind": s.kind, "name": s.name, "text": s.text, "signature": s.signature, "options": s.options}
+        return {**fields, "grid": list(s.grid), "config": dict(self.config)}
+
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         if len(inputs) + len(outputs) != self._n_params:
             raise InputError(

@@ -125,9 +125,9 @@ class CudnnOp(TcpOp):
 
 @irdl_op_definition
 class GraphOp(CudnnOp):
-    """One cuDNN operation graph. ``plan`` records the chosen execution plan (engine id
-    and knobs, as JSON) once the graph was tuned on a GPU, so it can be rebuilt
-    without measuring again."""
+    """One cuDNN operation graph. ``plan``: the execution plan (engine id and knobs, as
+    JSON) a tuning spec chose for it, built without measuring; a plan tuned on a GPU is
+    the kernel's record, kept out of the IR (``backends.interface``)."""
 
     name = "cudnn.graph"
     inputs = var_operand_def(TensorType)

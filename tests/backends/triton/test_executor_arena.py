@@ -12,8 +12,10 @@ import torch
 from torch import nn
 
 from dnnc.artifact import ArtifactWarning
-from dnnc.artifact.kernels import RecordedKernels, parse_triton_records, triton_records
+from dnnc.artifact.kernels import kernel_records
+from dnnc.backends.interface import Recorded
 from dnnc.backends.reference import ReferenceExecutor
+from dnnc.backends.triton.kernel_backend import parse_records
 from dnnc.errors import ArtifactError
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
@@ -24,6 +26,15 @@ from tests.numerics import assert_matches
 from tests.runtime.test_memory_plan import assert_no_overlap
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter run; on a GPU the GPU tests cover this")
+
+
+def triton_records(executor: GpuExecutor) -> list[dict]:
+    return kernel_records(executor)["triton"]
+
+
+def recorded(records: list[dict], same_version: bool = True) -> Recorded:
+    """What loading an artifact with these Triton records hands the executor."""
+    return Recorded({"triton": parse_records(records, "triton.json")}, same_version=same_version)
 
 
 class Block(nn.Module):
@@ -79,11 +90,11 @@ def test_recorded_sources_rebuild_without_compiling_groups(lowered, monkeypatch:
 
     program, (x, _) = lowered
     built = GpuExecutor(program, "cpu")
-    records = triton_records(built.steps)
+    records = triton_records(built)
     assert [r["ordinal"] for r in records] == list(range(built.summary()["steps"]["triton"]))
     reloaded = Program(parse_ir(program.text()), program.params)
     monkeypatch.setattr(launch, "compile_group", lambda *a: pytest.fail("load compiled a group from the IR"))
-    executor = GpuExecutor(reloaded, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+    executor = GpuExecutor(reloaded, "cpu", recorded(records))
     assert not executor.fallbacks
     for got, e in zip(executor.run([x]), built.run([x])):
         assert torch.equal(got, e)
@@ -91,10 +102,10 @@ def test_recorded_sources_rebuild_without_compiling_groups(lowered, monkeypatch:
 
 def test_a_record_that_does_not_fit_its_group_is_recompiled_with_a_warning(lowered) -> None:
     program, (x, expected) = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     records[0]["kind"] = "conv2d"
     with pytest.warns(ArtifactWarning, match="Triton group 0 .* a recorded conv2d kernel"):
-        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+        executor = GpuExecutor(program, "cpu", recorded(records))
     assert not executor.fallbacks
     assert_matches(executor.run([x])[0], expected[0], torch.float32)
 
@@ -109,7 +120,7 @@ def test_a_changed_kernel_record_is_refused_and_never_runs(lowered, tmp_path: Pa
     """An artifact is data: the recorded Triton source is compared with the kernel
     dnnc generates from the IR and the recorded config, never executed."""
     program, _ = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     mark = tmp_path / "payload-ran"
     text = records[0]["text"]
     records[0]["text"] = {
@@ -120,27 +131,27 @@ def test_a_changed_kernel_record_is_refused_and_never_runs(lowered, tmp_path: Pa
     with pytest.raises(
         ArtifactError, match="Triton group 0 .* differs from the one dnnc generates .* changed after it was written"
     ):
-        GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+        GpuExecutor(program, "cpu", recorded(records))
     assert not mark.exists()
 
 
 def test_a_changed_record_from_another_version_runs_the_generated_kernel(lowered, tmp_path: Path) -> None:
     program, (x, expected) = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     mark = tmp_path / "payload-ran"
     records[0]["text"] = _payload_text(mark) + records[0]["text"]
     with pytest.warns(ArtifactWarning, match="another dnnc version wrote it"):
-        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json"), same_version=False))
+        executor = GpuExecutor(program, "cpu", recorded(records, same_version=False))
     assert_matches(executor.run([x])[0], expected[0], torch.float32)
     assert not mark.exists()
 
 
 def test_a_record_without_a_config_is_compiled_from_the_ir(lowered) -> None:
     program, (x, expected) = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     del records[0]["config"]
     with pytest.warns(ArtifactWarning, match="Triton group 0 .* no recorded config"):
-        executor = GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+        executor = GpuExecutor(program, "cpu", recorded(records))
     assert_matches(executor.run([x])[0], expected[0], torch.float32)
 
 
@@ -148,12 +159,12 @@ def test_a_recorded_config_of_another_config_makes_another_kernel_and_is_refused
     """The config is validated data; a valid config other than the one the recorded
     source was generated with does not reproduce it."""
     program, _ = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     config = records[0]["config"]
     key = next(k for k in config if k.startswith("BLOCK"))
     config[key] = config[key] * 2
     with pytest.raises(ArtifactError, match="Triton group 0"):
-        GpuExecutor(program, "cpu", RecordedKernels(parse_triton_records(records, "triton.json")))
+        GpuExecutor(program, "cpu", recorded(records))
 
 
 @pytest.mark.parametrize(
@@ -169,15 +180,15 @@ def test_a_recorded_config_of_another_config_makes_another_kernel_and_is_refused
 )
 def test_malformed_recorded_configs_are_refused_when_read(lowered, config: object, message: str) -> None:
     program, _ = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     records[0]["config"] = config
     with pytest.raises(ArtifactError, match=message):
-        parse_triton_records(records, "triton.json")
+        parse_records(records, "triton.json")
 
 
 def test_duplicate_ordinals_are_refused(lowered) -> None:
     program, _ = lowered
-    records = triton_records(GpuExecutor(program, "cpu").steps)
+    records = triton_records(GpuExecutor(program, "cpu"))
     records[1]["ordinal"] = records[0]["ordinal"]
     with pytest.raises(ArtifactError, match="ordinal 0 is not a new"):
-        parse_triton_records(records, "triton.json")
+        parse_records(records, "triton.json")

@@ -1,0 +1,145 @@
+"""The Triton backend as the executor and the artifact see it (``KernelBackend``).
+
+At compile time a group's configs are tuned (``compile_group``). Loading an artifact
+generates the kernel again from the program's IR and the recorded config with dnnc's
+own emitter and compiles that (no config is timed); the recorded source is only
+compared with it, never run. A record that differs from what this dnnc generates is
+refused (``ArtifactError``) when the same dnnc version wrote it, since the file was
+changed; from another version it is a warning and the regenerated kernel runs. A
+record missing or not fitting its group (kind, tensor count, config) is compiled from
+the IR with the first heuristic config, with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.ir import Operation
+
+from dnnc import knobs
+from dnnc.backends.interface import BuildContext, GroupKernel, KernelBackend
+from dnnc.backends.triton.fusion import TritonFuse
+from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
+from dnnc.backends.triton.marking import is_triton_group
+from dnnc.backends.triton.skeleton import gathers
+from dnnc.errors import ArtifactError, ArtifactWarning
+
+_SOURCE_FIELDS = ("kind", "name", "text", "signature", "grid", "options")
+
+
+@dataclass(frozen=True)
+class TritonRecord:
+    """What an artifact says about one Triton group: the source it was compiled from
+    (compared, never run) and the config to generate it again with (None in
+    artifacts that did not record one)."""
+
+    source: KernelSource
+    config: dict[str, int] | None
+
+
+def parse_records(records: Any, member: str) -> dict[int, TritonRecord]:
+    """Ordinal -> ``TritonRecord``; a malformed record names the member and field."""
+    from dnnc.backends.triton.configs import config_problem
+
+    if not isinstance(records, list):
+        raise ArtifactError(f"{member}: expected a list of kernel records, got {type(records).__name__}")
+    parsed = {}
+    for i, r in enumerate(records):
+        missing = [f for f in ("ordinal", *_SOURCE_FIELDS) if not isinstance(r, dict) or f not in r]
+        if missing:
+            raise ArtifactError(f"{member}: kernel record {i} has no field {missing[0]!r}")
+        try:
+            grid = tuple(int(g) for g in r["grid"])
+            source = KernelSource(str(r["kind"]), str(r["name"]), str(r["text"]), dict(r["signature"]), grid, dict(r["options"]))  # type: ignore[arg-type]
+        except (TypeError, ValueError) as e:
+            raise ArtifactError(f"{member}: kernel record {i} is malformed: {e}") from None
+        config = r.get("config")
+        if config is not None:
+            if not isinstance(config, dict):
+                raise ArtifactError(f"{member}: kernel record {i}: config must be a table of integers")
+            for key, value in config.items():
+                problem = config_problem(str(key), value)
+                if problem:
+                    raise ArtifactError(f"{member}: kernel record {i}: config.{key}: {problem}")
+        ordinal = r["ordinal"]
+        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0 or ordinal in parsed:
+            raise ArtifactError(f"{member}: kernel record {i}: ordinal {ordinal!r} is not a new non-negative integer")
+        parsed[ordinal] = TritonRecord(source, None if config is None else dict(config))
+    return parsed
+
+
+def build(op: Operation, ordinal: int | None, context: BuildContext) -> GroupKernel:
+    from dnnc.backends.triton.launch import compile_group
+
+    if context.recorded is None:
+        return compile_group(op, context.device)  # type: ignore[arg-type]
+    return _rebuild(op, ordinal, context.record("triton", ordinal), context)
+
+
+def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context: BuildContext) -> GroupKernel:
+    import torch
+
+    from dnnc.backends.triton.compiler import interpreting
+    from dnnc.backends.triton.configs import candidates
+    from dnnc.backends.triton.launch import TritonKernel, compile_group
+
+    info = GroupInfo.of(op)
+    expected = len(op.body.block.args) + len(op.outputs) + gathers(op)  # a gathering kernel's index flag
+    heuristic = candidates(info)[0]
+    problem = _record_problem(record, info.kind, expected, heuristic)
+    if problem is not None:
+        warnings.warn(
+            f"Triton group {ordinal} ({info.kind}, {expected} tensors): {problem}; compiling it with the heuristic config",
+            ArtifactWarning,
+            stacklevel=2,
+        )
+        with knobs.override(autotune=False):
+            return compile_group(op, context.device)
+    assert record is not None and record.config is not None
+    config = {**heuristic, **record.config}
+    interpret = interpreting()
+    regenerated = generate(op, config, interpret=interpret)
+    # A record is written by a GPU build, or by the interpreter in the tests: either form matches
+    # (the other form is generated only when this one differs).
+    if record.source != regenerated and record.source != generate(op, config, interpret=not interpret):
+        what = f"Triton group {ordinal} ({info.kind}): the recorded kernel differs from the one dnnc generates for its group and config"
+        assert context.recorded is not None
+        if context.recorded.same_version:
+            raise ArtifactError(f"{what}: the artifact was changed after it was written; refusing it")
+        warnings.warn(f"{what} (another dnnc version wrote it); running the generated one", ArtifactWarning, stacklevel=2)
+    if interpret:
+        return TritonKernel(regenerated, context.device, None, config)
+    major, minor = torch.cuda.get_device_capability(context.device)
+    return TritonKernel(regenerated, context.device, major * 10 + minor, config)
+
+
+def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:
+    """Why a record cannot rebuild its group, or None."""
+    if record is None:
+        return "no recorded kernel"
+    if record.source.kind != kind or len(record.source.signature) != tensors:
+        return f"a recorded {record.source.kind} kernel of {len(record.source.signature)} tensors"
+    if record.config is None:
+        return "no recorded config"
+    unknown = sorted(set(record.config) - set(heuristic) - {"num_warps", "num_stages"})
+    if unknown:
+        return f"a recorded config with {', '.join(unknown)}, which a {kind} kernel does not take"
+    return None
+
+
+def _regroup(module: Any) -> None:
+    from dnnc.ir.context import make_context
+
+    TritonFuse().apply(make_context(), module)
+
+
+TRITON = KernelBackend(
+    "triton",
+    takes=is_triton_group,
+    build=build,
+    no_kernel=(Exception,),  # any failure to generate or compile: the group runs as torch ops
+    parse_records=parse_records,
+    regroup=_regroup,
+)

@@ -1,0 +1,24 @@
+"""The backends that give a GPU program's top-level ops their kernels, in the order
+their kernels are built: cuDNN first, since a graph it has no engine for is given
+back as tcp ops that Triton then groups. The executor and the artifact iterate over
+this table; what is particular to a backend stays in its package."""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from dnnc.backends import cudnn, triton
+from dnnc.backends.interface import KernelBackend
+from dnnc.kernels.kernel_backend import USER_KERNELS
+
+KERNEL_BACKENDS: tuple[KernelBackend, ...] = (cudnn.KERNEL_BACKEND, triton.KERNEL_BACKEND, USER_KERNELS)
+
+
+def backend_of(op: Operation) -> KernelBackend | None:
+    """The backend that takes a top-level op, or None (a view, or a torch op)."""
+    return next((b for b in KERNEL_BACKENDS if b.takes(op)), None)
+
+
+def recording_backends() -> list[KernelBackend]:
+    """The backends whose kernels an artifact records, one member each."""
+    return [b for b in KERNEL_BACKENDS if b.parse_records is not None]
