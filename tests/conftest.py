@@ -13,6 +13,12 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import pytest
 import torch
 
+# Generated kernels run on Triton's interpreter where there is no GPU. Triton reads this
+# when it decorates a function, its own library's included, which happens at its import:
+# set before any test module (of any directory) imports Triton.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--seed", type=int, default=None, help="seed for random test inputs (default: fresh each run)")

@@ -1,15 +1,9 @@
-"""Triton tests run on the interpreter unless a GPU is present: TRITON_INTERPRET is
-read when a kernel is decorated, so it is set here, before any test imports Triton."""
+"""Triton tests run on the interpreter unless a GPU is present (``TRITON_INTERPRET``,
+set by ``tests/conftest.py`` before any test module imports Triton)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import torch
-
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture(autouse=True, scope="session")
