@@ -112,9 +112,13 @@ class GpuExecutor:
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
         self.ordinals = _ordinals(self.block)
-        """Each op's position among its backend's ops in the program as compiled: what
-        an artifact's records are keyed by."""
+        """Each op's position among its backend's ops in the program as an artifact holds
+        it (what its records are keyed by): when loading, the program as read; when
+        compiling, the program once the ops given back are regrouped, which is what
+        ``save`` writes."""
         built = self._build_givers()
+        if recorded is None:
+            self.ordinals = _ordinals(self.block)
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
                 break
@@ -136,7 +140,7 @@ class GpuExecutor:
             step.kernel.index_flag = check.slot(slot)  # type: ignore[union-attr]
         return check
 
-    def _plan_step(self, op: Operation, built: dict[Operation, GroupKernel]) -> Step:
+    def _plan_step(self, op: Operation, built: dict[Operation, GroupKernel | None]) -> Step:
         backend = backend_of(op)
         if backend is None:
             return Step(op, "view") if isinstance(op, tcp.ReshapeOp) else Step(op, "torch")  # a row-major reshape moves no data
@@ -160,19 +164,17 @@ class GpuExecutor:
                 self._refused.append((op, _reason(e, backend)))
             return None
 
-    def _build_givers(self) -> dict[Operation, GroupKernel]:
+    def _build_givers(self) -> dict[Operation, GroupKernel | None]:
         """The kernels of backends that give back what they cannot build, built first:
         the ops they give back become tcp ops, which the backends that regroup take
         (fused into Triton groups) before the rest is built."""
-        built: dict[Operation, GroupKernel] = {}
+        built: dict[Operation, GroupKernel | None] = {}
         self._refused: list[tuple[Operation, str]] = []
         givers = [b for b in KERNEL_BACKENDS if b.give_back is not None]
         for op in list(self.block.ops):
             backend = backend_of(op)
             if backend in givers:
-                kernel = self._build(backend, op)  # type: ignore[arg-type]
-                if kernel is not None:
-                    built[op] = kernel
+                built[op] = self._build(backend, op)  # type: ignore[arg-type]  # None: tried, not built
         given = False
         for op, reason in self._refused:
             backend = backend_of(op)

@@ -60,3 +60,30 @@ def test_pipeline_without_the_frontend_leaves_convolutions_to_triton(rng: torch.
     lower_for_gpu(program, backends=["cudnn", "triton"])
     has_graphs = any(isinstance(op, cudnn.GraphOp) for op in program.entry.body.walk())
     assert has_graphs == (importlib.util.find_spec("cudnn") is not None)
+
+
+def test_records_of_a_program_with_regrouped_graphs_fit_it_when_loaded(rng: torch.Generator) -> None:
+    """Records are keyed by position in the program as saved, the regrouped graphs'
+    Triton groups included: loading rebuilds every group from its own record."""
+    import warnings
+
+    from dnnc.artifact.kernels import kernel_records
+    from dnnc.backends.interface import Recorded
+    from dnnc.backends.triton.kernel_backend import parse_records
+    from dnnc.ir.program import Program
+    from dnnc.ir.text import parse_ir
+
+    model = Net().eval()
+    x = torch.randn(2, 8, 9, 9, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    run_passes(program, parse_passes(CUDNN_STAGE))
+    built = GpuExecutor(program, "cpu")
+    assert any(f["runs_as"] == "triton" for f in built.summary()["fallbacks"])
+    records = kernel_records(built)["triton"]
+    assert sorted(r["ordinal"] for r in records) == list(range(built.summary()["steps"]["triton"]))
+    saved = Program(parse_ir(program.text()), program.params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a record that did not fit its group would warn
+        loaded = GpuExecutor(saved, "cpu", Recorded({"triton": parse_records(records, "triton.json")}))
+    assert not loaded.fallbacks
+    assert_matches(loaded.run([x])[0], built.run([x])[0], torch.float32)
