@@ -13,7 +13,6 @@ import torch
 from torch.export import ExportedProgram
 
 from dnnc import knobs
-from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import DnncError
 from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
 from dnnc.ir.program import Program
@@ -31,25 +30,19 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     ``cudnn-only``, ``triton-only``) lets one ``partition`` decide for the whole graph. cuDNN is skipped
     (and that said once) where the frontend is not installed; attention goes to
     cuDNN only when ``knobs.cudnn_attention`` asks for it."""
+    from dnnc.partition.backends import BACKENDS
+
     for b in backends:
-        if f"gpu-{b}" not in STAGES:
-            raise DnncError(f"unknown GPU backend {b!r}; known: cudnn, triton")
+        if b not in BACKENDS:
+            raise DnncError(f"unknown GPU backend {b!r}; known: {', '.join(sorted(BACKENDS))}")
     policy = knobs.get().partition
     if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
+    usable = [b for b in backends if BACKENDS[b].available()]
+    before = [stage for b in usable for stage in BACKENDS[b].first_stages()]
     if policy != "greedy":
-        cudnn = "cudnn" in backends and has_cudnn_frontend()
-        attention = ["gpu-cudnn-attention"] if cudnn and knobs.get().cudnn_attention else []
-        return [*attention, f"{PARTITION_STAGE}{policy}"]
-    stages = []
-    for b in backends:
-        if b == "cudnn":
-            if not has_cudnn_frontend():
-                continue
-            if knobs.get().cudnn_attention:
-                stages.append("gpu-cudnn-attention")
-        stages.append(f"gpu-{b}")
-    return stages
+        return [*before, f"{PARTITION_STAGE}{policy}"]
+    return [stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}")]
 
 
 def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from xdsl.ir import Operation
 
+from dnnc import knobs
 from dnnc.backends import cudnn, triton
 from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
 
@@ -29,12 +30,25 @@ class ChoosableBackend:
     precompile: Callable[[Sequence[Operation], Any], None] | None = None
     """Given lowered programs' top-level ops and the device: build their kernels side by
     side ahead of timing them one by one."""
+    available: Callable[[], bool] = lambda: True
+    """Whether this machine can build the backend's kernels (its library installed)."""
+    first_stages: Callable[[], Sequence[str]] = lambda: ()
+    """Stages (``passes.stages.STAGES``) that take what the settings give this backend
+    outright, before any other backend's or the partitioner's: cuDNN's fused attention."""
 
 
 BACKENDS: dict[str, ChoosableBackend] = {
     "triton": ChoosableBackend(
         "triton", triton.mark_group, TRITON_STAGE, triton.not_lowered, marks_fixed=True, precompile=triton.precompile_lowered
     ),
-    "cudnn": ChoosableBackend("cudnn", cudnn.mark_group, PARTITIONED, cudnn.not_lowered, marks_fixed=False),
+    "cudnn": ChoosableBackend(
+        "cudnn",
+        cudnn.mark_group,
+        PARTITIONED,
+        cudnn.not_lowered,
+        marks_fixed=False,
+        available=cudnn.has_cudnn_frontend,
+        first_stages=lambda: ["gpu-cudnn-attention"] if knobs.get().cudnn_attention else [],
+    ),
 }
 """In marking order: Triton's numbers are written before cuDNN's groups are outlined."""

@@ -31,7 +31,6 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 
 from dnnc import knobs
-from dnnc.backends.cudnn import has_cudnn_frontend
 from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.rewriting import ParamPass
@@ -53,7 +52,7 @@ log = logging.getLogger("dnnc.partition")
 def available_backends() -> list[str]:
     """The GPU backends asked for (``knobs.gpu_backends``) that can run here."""
     asked = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
-    return [b for b in asked if b != "cudnn" or has_cudnn_frontend()]
+    return [b for b in asked if b not in BACKENDS or BACKENDS[b].available()]
 
 
 def device_name() -> str | None:
