@@ -28,7 +28,6 @@ def load(
     implementations (running their code); without it a reference must be a function
     this process declared with ``dnnc.CustomKernel``.
     """
-    from dnnc.artifact.kernels import parse_kernel_records, records_member
     from dnnc.artifact.store import read_artifact
     from dnnc.artifact.target import runtime_device
     from dnnc.backends.interface import Recorded
@@ -46,10 +45,8 @@ def load(
     where = runtime_device(contents.target, device, Path(path))
     recorded = None
     if where == "cuda":
-        members = {records_member(contents.target, backend): records for backend, records in contents.kernels.items()}
         written_by = contents.manifest.data.get("dnnc") if contents.manifest is not None else None
-        records = parse_kernel_records(members, contents.target, str(path))
-        recorded = Recorded(records, contents.files, same_version=written_by == __version__)
+        recorded = Recorded(contents.records, contents.files, same_version=written_by == __version__)
     structure = contents.structure
     try:
         in_spec, out_spec = _spec_from_text(structure.get("in_spec")), _spec_from_text(structure.get("out_spec"))

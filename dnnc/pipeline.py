@@ -39,9 +39,8 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
     usable = [b for b in backends if BACKENDS[b].available()]
-    before = [stage for b in usable for stage in BACKENDS[b].first_stages()]
     if policy != "greedy":
-        return [*before, f"{PARTITION_STAGE}{policy}"]
+        return [*(stage for b in usable for stage in BACKENDS[b].first_stages()), f"{PARTITION_STAGE}{policy}"]
     return [stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}")]
 
 

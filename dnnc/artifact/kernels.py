@@ -13,6 +13,7 @@ package). User kernels' objects are members of their own, named by the program's
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from dnnc.ir import extern
@@ -39,18 +40,23 @@ def kernel_records(executor: Any) -> dict[str, list[dict[str, Any]]]:
     return records
 
 
-def parse_kernel_records(members: dict[str, Any], target: str, where: str) -> dict[str, dict[int, Any]]:
-    """Each recording backend's member JSON (absent: no records) parsed; a malformed
-    record is an ``ArtifactError`` naming the member."""
+def read_kernel_records(
+    read: Callable[[str], Any | None], target: str, where: str
+) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:
+    """Each recording backend's member, as JSON and parsed (backend name -> ordinal ->
+    record); ``read`` gives a member's JSON, None where the artifact lacks it (no
+    records). A malformed record is an ``ArtifactError`` naming the member."""
     from dnnc.runtime.kernel_backends import recording_backends
 
-    parsed = {}
+    raw, parsed = {}, {}
     for backend in recording_backends():
         name = records_member(target, backend.name)
-        if name in members:
+        records = read(name)
+        if records is not None:
             assert backend.parse_records is not None
-            parsed[backend.name] = backend.parse_records(members[name], f"{where}:{name}")
-    return parsed
+            raw[backend.name] = records
+            parsed[backend.name] = backend.parse_records(records, f"{where}:{name}")
+    return raw, parsed
 
 
 def records_member(target: str, backend: str) -> str:

@@ -1,7 +1,7 @@
 """Saving a compiled module as one ``.dnnc`` file and reading one back.
 
 Members (README.md, "Artifacts"): ``manifest.json``, ``program.mlir`` (the IR of
-the final stage, cuDNN plans on their ops), ``params.safetensors``,
+the final stage), ``params.safetensors``,
 ``metadata.json`` (``Program.metadata`` verbatim, e.g. the partitioner's
 decisions) and, for GPU targets, each backend's kernel records
 (``kernels/<target>/<backend>.json``, ``artifact.kernels``) and every user kernel's
@@ -22,7 +22,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from dnnc.artifact.archive import MANIFEST, Archive, check_name, sha256, write_archive
-from dnnc.artifact.kernels import EXTERN_PREFIX, parse_kernel_records, records_member
+from dnnc.artifact.kernels import EXTERN_PREFIX, read_kernel_records, records_member
 from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
 from dnnc.errors import ArtifactError, DnncError
 from dnnc.ir.params import ParamStore
@@ -56,6 +56,8 @@ class ArtifactContents:
     files: dict[str, bytes] = field(default_factory=dict)
     """User kernels' objects, by member name (``kernels/extern/<kernel>/<target>.<kind>``);
     the program's ``extern.kernel`` ops name them."""
+    records: dict[str, dict[int, Any]] = field(default_factory=dict)
+    """A read artifact's ``kernels`` parsed by their backends: name -> ordinal -> record."""
 
 
 def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
@@ -157,14 +159,15 @@ def read_artifact(path: str | Path) -> ArtifactContents:
     except DnncError as e:
         raise ArtifactError(f"artifact {path}: {e}") from None
     _check_signature(manifest, program, path)
-    kernels = {}
-    if manifest.target != "cpu":
-        by_member = {name: _json(data[name], name, path) for name in _records_members(manifest.target) if name in data}
-        parse_kernel_records(by_member, manifest.target, str(path))  # malformed records fail here, not at load
-        kernels = {name.rsplit("/", 1)[1].removesuffix(".json"): records for name, records in by_member.items()}
+    kernels: dict[str, Any] = {}
+    records: dict[str, dict[int, Any]] = {}
+    if manifest.target != "cpu":  # malformed records fail here, not when a kernel is built
+        kernels, records = read_kernel_records(
+            lambda name: _json(data[name], name, path) if name in data else None, manifest.target, str(path)
+        )
     summary = manifest.data.get("summary") or {}
     files = {name: blob for name, blob in data.items() if name.startswith(EXTERN_PREFIX)}
-    return ArtifactContents(program, manifest.target, manifest.data["structure"], kernels, summary, manifest, files)
+    return ArtifactContents(program, manifest.target, manifest.data["structure"], kernels, summary, manifest, files, records)
 
 
 def _module(raw: bytes, path: Path) -> Any:

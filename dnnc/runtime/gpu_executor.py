@@ -111,11 +111,11 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
-        self.ordinals = _ordinals(self.block)
+        self.ordinals = _ordinals(self.block) if recorded is not None else {}
         """Each op's position among its backend's ops in the program as an artifact holds
         it (what its records are keyed by): when loading, the program as read; when
-        compiling, the program once the ops given back are regrouped, which is what
-        ``save`` writes."""
+        compiling (no records to look up while building), the program once the ops given
+        back are regrouped, which is what ``save`` writes."""
         built = self._build_givers()
         if recorded is None:
             self.ordinals = _ordinals(self.block)
@@ -146,39 +146,40 @@ class GpuExecutor:
             return Step(op, "view") if isinstance(op, tcp.ReshapeOp) else Step(op, "torch")  # a row-major reshape moves no data
         if backend.gpu_only and self.device.type != "cuda":
             return Step(op, "torch")  # its reference implementation, as on the reference backend
-        kernel = built[op] if op in built else self._build(backend, op)
+        if op in built:
+            kernel = built[op]
+        else:
+            kernel, refusal = self._build(backend, op)
+            if refusal is not None:
+                self._fell_back(op, backend.name, refusal)
         if kernel is None:
             return Step(op, "torch")
         return Step(op, backend.name, kernel, [(shape_of(r), torch_dtype(element_of(r))) for r in op.results])
 
-    def _build(self, backend: KernelBackend, op: Operation) -> GroupKernel | None:
-        """The op's kernel, or None after recording why it falls back."""
+    def _build(self, backend: KernelBackend, op: Operation) -> tuple[GroupKernel | None, str | None]:
+        """The op's kernel, or None and why the backend has none."""
         try:
-            return backend.build(op, self.ordinals.get(op), self.context)
+            return backend.build(op, self.ordinals.get(op), self.context), None
         except ArtifactError:  # a changed artifact is refused, not worked around
             raise
         except backend.no_kernel as e:
-            if backend.give_back is None:
-                self._fell_back(op, backend.name, _reason(e, backend))
-            else:
-                self._refused.append((op, _reason(e, backend)))
-            return None
+            return None, _reason(e, backend)
 
     def _build_givers(self) -> dict[Operation, GroupKernel | None]:
         """The kernels of backends that give back what they cannot build, built first:
         the ops they give back become tcp ops, which the backends that regroup take
         (fused into Triton groups) before the rest is built."""
-        built: dict[Operation, GroupKernel | None] = {}
-        self._refused: list[tuple[Operation, str]] = []
-        givers = [b for b in KERNEL_BACKENDS if b.give_back is not None]
+        built: dict[Operation, GroupKernel | None] = {}  # None: tried, not built
+        refused: list[tuple[Operation, KernelBackend, str]] = []
         for op in list(self.block.ops):
             backend = backend_of(op)
-            if backend in givers:
-                built[op] = self._build(backend, op)  # type: ignore[arg-type]  # None: tried, not built
+            if backend is not None and backend.give_back is not None:
+                built[op], refusal = self._build(backend, op)
+                if refusal is not None:
+                    refused.append((op, backend, refusal))
         given = False
-        for op, reason in self._refused:
-            backend = backend_of(op)
-            assert backend is not None and backend.give_back is not None
+        for op, backend, reason in refused:
+            assert backend.give_back is not None
             kind = group_attr(op, GROUP_KIND_ATTR) or op.name
             try:
                 backend.give_back(op)
