@@ -41,7 +41,7 @@ with warnings.catch_warnings(record=True) as said:
     warnings.simplefilter("always")
     m = dnnc.load(sys.argv[1])
 loaded = time.perf_counter()
-rebuilt = [s.kernel.rebuilt for s in m._executor.steps if s.backend == "cudnn"]
+rebuilt = [k.rebuilt for k in m.kernels().values() if hasattr(k, "rebuilt")]
 x = torch.randn(*m.input_specs[0].shape, device="cuda").half()
 torch.cuda.synchronize()
 t0 = time.perf_counter()

@@ -30,11 +30,12 @@ def compile(  # noqa: A001 - the public name users expect
     report = CompileReport()
     ep = exported_program(model, example_inputs, report)
     program = canonicalize(ep, report)
-    if target == "cuda":
-        lower_for_gpu(program, report)
+    executor = lower_for_gpu(program, report) if target == "cuda" else None
     args, kwargs = ep.example_inputs or ((), {})
     positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
-    return CompiledModule(program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional, cuda_graph=cuda_graph)
+    return CompiledModule(
+        program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional, cuda_graph=cuda_graph, executor=executor
+    )
 
 
 def compile_program(
@@ -48,9 +49,8 @@ def compile_program(
     target = resolve_device(device)
     report = CompileReport()
     run_stage(program, stage, report)
-    if target == "cuda":
-        lower_for_gpu(program, report)
-    return CompiledModule(program, report, target, cuda_graph=cuda_graph)
+    executor = lower_for_gpu(program, report) if target == "cuda" else None
+    return CompiledModule(program, report, target, cuda_graph=cuda_graph, executor=executor)
 
 
 def explain(
@@ -74,4 +74,5 @@ def explain(
     policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")
-    return decide(program, policy=policy, backends=tuple(backends or ())) or {}
+    outcome = decide(program, policy=policy, backends=tuple(backends or ()))
+    return outcome.record if outcome is not None else {}

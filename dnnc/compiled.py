@@ -41,7 +41,11 @@ class CompiledModule:
         recorded: Any = None,
         cuda_graph: bool | None = None,
         target: str | None = None,
+        executor: Any = None,
     ):
+        """``recorded``: an artifact's kernel records, rebuilt without tuning.
+        ``executor``: the program's ``GpuExecutor`` where the compile built it already
+        (the partitioner's whole-program contest); else it is built here."""
         self.program = program
         self.report = report
         self.device = device
@@ -60,7 +64,9 @@ class CompiledModule:
             from dnnc.runtime.gpu_executor import GpuExecutor
 
             started = time.perf_counter()
-            self._executor: ReferenceExecutor | GpuExecutor = GpuExecutor(program, "cuda", recorded)
+            self._executor: ReferenceExecutor | GpuExecutor = (
+                executor if executor is not None else GpuExecutor(program, "cuda", recorded)
+            )
             report.add("gpu-build", started, None)  # cuDNN plans built (tuned unless recorded), kernels compiled
             self._executor.announce()
             arena = ArenaRunner(self._executor)
@@ -102,6 +108,14 @@ class CompiledModule:
             return self._executor.summary()  # type: ignore[union-attr]
         ops = sum(1 for op in self.program.entry.body.block.ops) - 1  # not the return
         return {"steps": {"reference": ops}, "torch_ops": {}, "fallbacks": [], "user_kernels": {}}
+
+    def kernels(self) -> dict[Any, Any]:
+        """Each top-level op a kernel runs (GPU) and that kernel (a ``GroupKernel``:
+        ``record()``, and what its backend adds, such as a plan or a config), in program
+        order; empty on the reference backend."""
+        if self.device != "cuda":
+            return {}
+        return {step.op: step.kernel for step in self._executor.steps if step.kernel is not None}  # type: ignore[union-attr]
 
     @property
     def memory_peak_bytes(self) -> int | None:

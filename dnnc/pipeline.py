@@ -44,14 +44,18 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     return [stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}")]
 
 
-def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> None:
+def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> Any:
     """Canonical tcp to the GPU form: backend groups and graphs, the rest tcp. A priced
-    policy's decision record goes to ``program.metadata["decisions"]``."""
+    policy's decision record goes to ``program.metadata["decisions"]``. Returns the
+    program's ``GpuExecutor`` where the partitioner's contest built it (the program is
+    then the one the contest built), else None."""
     if backends is None:
         backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    executor = None
     with knobs.override(gpu_backends=",".join(backends)):
         for stage in gpu_stages(backends):
-            run_stage(program, stage, report)
+            executor = run_stage(program, stage, report)
+    return executor
 
 
 PARTITION_STAGE = "gpu-partition-"
@@ -65,22 +69,31 @@ def dump(program: Program, stage: str) -> None:
         (Path(directory) / f"{stage}.mlir").write_text(program.text())
 
 
-def run_stage(program: Program, stage: str, report: CompileReport | None = None) -> None:
+def run_stage(program: Program, stage: str, report: CompileReport | None = None) -> Any:
     """The stage's passes, timed, counted and dumped. A partition stage asks
-    ``partition.decide`` and keeps its record in ``program.metadata["decisions"]``."""
+    ``partition.decide``, keeps its record in ``program.metadata["decisions"]``, and
+    where the decision's contest built the winning program already, takes that
+    program's module and parameters (lowered by ``PARTITIONED``) and returns its
+    executor instead of lowering again; every other stage returns None."""
     started = time.perf_counter()
+    executor = None
     if stage.startswith(PARTITION_STAGE):
         from dnnc.partition.decide import decide
 
-        record = decide(program, policy=stage.removeprefix(PARTITION_STAGE))
-        run_passes(program, PARTITIONED)
-        if record is not None:
-            program.metadata["decisions"] = record
+        outcome = decide(program, policy=stage.removeprefix(PARTITION_STAGE))
+        if outcome is not None and outcome.built is not None:
+            program.module, program.params = outcome.built.program.module, outcome.built.program.params
+            executor = outcome.built.executor
+        else:
+            run_passes(program, PARTITIONED)
+        if outcome is not None:
+            program.metadata["decisions"] = outcome.record
     else:
         run_passes(program, STAGES[stage])
     if report is not None:
         report.add(stage, started, program)
     dump(program, stage)
+    return executor
 
 
 def export_model(model: torch.nn.Module, example_inputs: Sequence[Any], report: CompileReport) -> ExportedProgram:

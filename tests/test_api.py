@@ -128,6 +128,7 @@ def test_summary_says_what_runs_the_program(rng: torch.Generator) -> None:
     summary = compiled.summary()
     assert set(summary) >= {"steps", "torch_ops", "fallbacks", "user_kernels"}
     assert list(summary["steps"]) == ["reference"] and summary["steps"]["reference"] > 0
+    assert compiled.kernels() == {}  # no kernels on the reference backend
 
 
 def test_checks_against_eager_give_a_verdict(rng: torch.Generator) -> None:

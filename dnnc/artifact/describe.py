@@ -9,20 +9,21 @@ from xdsl.dialects import func
 
 from dnnc.artifact.store import ArtifactContents
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
-from dnnc.ir import cudnn, extern, tcp
+from dnnc.ir import extern, tcp
+from dnnc.runtime.kernel_backends import backend_of
 
 
 def ops_by_backend(contents: ArtifactContents) -> dict[str, int]:
-    """Top-level ops of the entry function by who runs them: ``cudnn`` graphs, ``triton``
-    groups, ``extern`` user kernels, and ``tcp`` ops (reference rules on the CPU, torch ops on the GPU)."""
+    """Top-level ops of the entry function by the backend that runs them (``cudnn``
+    graphs, ``triton`` groups, ``extern`` user kernels), and ``tcp`` ops (reference
+    rules on the CPU, torch ops on the GPU)."""
     counts: Counter[str] = Counter()
     for op in contents.program.entry.body.block.ops:
         if isinstance(op, (func.ReturnOp, *tcp.SOURCE_OPS)):
             continue
-        if isinstance(op, cudnn.GraphOp):
-            counts["cudnn"] += 1
-        elif isinstance(op, extern.DispatchOp):
-            counts["extern"] += 1
+        backend = backend_of(op)
+        if backend is not None:
+            counts[backend.name] += 1
         elif isinstance(op, tcp.IsolatedGroupOp):
             counts[group_attr(op, GROUP_BACKEND_ATTR) or "group"] += 1
         else:

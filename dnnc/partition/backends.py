@@ -1,7 +1,9 @@
-"""The backends the partitioner chooses among, as a table: how a chosen group is
-written into the IR (``mark``), the passes that lower a program so marked
-(``stage``), and whether the lowering kept a group (``not_lowered``). The partitioner
-iterates over it; what is particular to a backend stays in its package."""
+"""The backends the partitioner chooses among, as a table: the role that says how
+their groups are found, priced and filtered (``candidates.Role``), where their
+candidates come from (``sources``), how a chosen group is written into the IR
+(``mark``), the passes that lower a program so marked (``stage``), and whether the
+lowering kept a group (``not_lowered``). The partitioner iterates over it and never
+branches on a backend's name; what is particular to a backend stays in its package."""
 
 from __future__ import annotations
 
@@ -13,12 +15,19 @@ from xdsl.ir import Operation
 
 from dnnc import knobs
 from dnnc.backends import cudnn, triton
+from dnnc.partition.candidates import Candidate, Role
+from dnnc.partition.sources import cudnn_candidates, triton_candidates
 from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
+
+Source = Callable[[Sequence[Operation], dict[Operation, int], Sequence[Candidate]], list[Candidate]]
+"""(the graph's nodes, their indices, the library backends' candidates) -> this backend's."""
 
 
 @dataclass(frozen=True)
 class ChoosableBackend:
     name: str
+    role: Role
+    candidates: Source
     mark: Callable[[Sequence[Operation], str, int, str | None], None]
     """(the group's ops, its kind, its number among the chosen, a spec's plan)."""
     stage: str
@@ -35,20 +44,43 @@ class ChoosableBackend:
     first_stages: Callable[[], Sequence[str]] = lambda: ()
     """Stages (``passes.stages.STAGES``) that take what the settings give this backend
     outright, before any other backend's or the partitioner's: cuDNN's fused attention."""
+    channels_last_convs: bool = False
+    """Its convolutions run channels-last, so one at the program's NCHW edge pays a
+    transpose (``cost.layout_conversion_ms``)."""
 
 
 BACKENDS: dict[str, ChoosableBackend] = {
     "triton": ChoosableBackend(
-        "triton", triton.mark_group, TRITON_STAGE, triton.not_lowered, marks_fixed=True, precompile=triton.precompile_lowered
+        "triton",
+        Role.GENERATOR,
+        triton_candidates,
+        triton.mark_group,
+        TRITON_STAGE,
+        triton.not_lowered,
+        marks_fixed=True,
+        precompile=triton.precompile_lowered,
     ),
     "cudnn": ChoosableBackend(
         "cudnn",
+        Role.LIBRARY,
+        cudnn_candidates,
         cudnn.mark_group,
         PARTITIONED,
         cudnn.not_lowered,
         marks_fixed=False,
         available=cudnn.has_cudnn_frontend,
         first_stages=lambda: ["gpu-cudnn-attention"] if knobs.get().cudnn_attention else [],
+        channels_last_convs=True,
     ),
 }
 """In marking order: Triton's numbers are written before cuDNN's groups are outlined."""
+
+
+def role_of(backend: str) -> Role | None:
+    """The role of a backend the table names (None: a view, a torch op, a user kernel)."""
+    entry = BACKENDS.get(backend)
+    return entry.role if entry is not None else None
+
+
+def names_of(role: Role) -> tuple[str, ...]:
+    return tuple(name for name, b in BACKENDS.items() if b.role is role)

@@ -4,18 +4,22 @@ Candidates are timed alone, and alone is not where they run: a Triton convolutio
 replayed on its own buffers keeps its inputs in L2, and the times of a cuDNN
 convolution with and without its epilogue can disagree. On an H100 the cover
 ``auto`` predicted cheapest for ResNet-50 at batch 32 ran 19% slower than the
-cudnn-only program. So ``auto``'s cover and the programs the single-backend
-policies would build, where predicted close to the cheapest, are each built
-complete on a copy of the module (with the stages that follow the partitioner)
-and timed as one CUDA-graph replay on fresh random inputs; the fastest wins. The
-kernels these builds compile and tune land in the caches, so the final build of
-the winner reuses them, and the winner is cached by content (``contest_key``).
+cudnn-only program. So ``auto``'s cover and the covers the single-backend
+policies take from the same priced candidates, where predicted close to the
+cheapest, are each built complete on a copy of the module (with the stages that
+follow the partitioner) and timed as one CUDA-graph replay on fresh random inputs;
+the fastest wins. The winner's program and executor, built and tuned for the
+contest, are what the compile goes on with (``Built``); the others are let go as
+soon as one beats them. The winner is cached by content (``contest_key``): a warm
+compile builds no contender and the pipeline builds the winner once, from the
+kernel caches.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -48,22 +52,32 @@ Build = Callable[[ModuleOp, Mapping[Operation, Operation], ParamStore], None]
 ops -> the copy's, the copy's parameters)."""
 
 
-def contender_program(module: ModuleOp, params: ParamStore, build: Build) -> Program:
-    """A copy of ``module`` after ``build`` and the partitioned stages (the module
-    itself is left as it was)."""
+def contender_program(program: Program, build: Build) -> Program:
+    """A copy of ``program`` after ``build`` and the partitioned stages (the program
+    itself is left as it was; the copy's relative paths start where its own do)."""
     from dnnc.passes import run_passes
     from dnnc.passes.stages import PARTITIONED
 
-    copy = module.clone()
-    store = ParamStore(params)
-    build(copy, dict(zip(module.walk(), copy.walk())), store)
-    program = Program(copy, store)
-    run_passes(program, PARTITIONED)
-    return program
+    copy = program.module.clone()
+    store = ParamStore(program.params)
+    build(copy, dict(zip(program.module.walk(), copy.walk())), store)
+    contender = Program(copy, store, base_dir=program.base_dir)
+    run_passes(contender, PARTITIONED)
+    return contender
 
 
-def program_ms(module: ModuleOp, params: ParamStore, build: Build) -> float | None:
-    """GPU ms of the whole program ``build`` makes (None if it cannot be built)."""
+@dataclass(frozen=True)
+class Built:
+    """A contender as it was timed: its program (lowered by ``PARTITIONED``) and the
+    executor built for it, kernels tuned, parameters on the GPU."""
+
+    program: Program
+    executor: Any
+    ms: float
+
+
+def build_and_time(program: Program, build: Build) -> Built | None:
+    """The whole program ``build`` makes, built and timed on the GPU (None if it cannot be built)."""
     import torch
 
     from dnnc.runtime.gpu_executor import GpuExecutor
@@ -71,28 +85,37 @@ def program_ms(module: ModuleOp, params: ParamStore, build: Build) -> float | No
     from dnnc.timing import device_time_ms
 
     try:
-        executor = GpuExecutor(contender_program(module, params, build), torch.device("cuda"))
+        contender = contender_program(program, build)
+        executor = GpuExecutor(contender, torch.device("cuda"))
         inputs = random_inputs(executor)
-        return device_time_ms(lambda: executor.run(inputs))
+        ms = device_time_ms(lambda: executor.run(inputs))
+        torch.cuda.synchronize()
+        executor.index_check.clear()  # random inputs may index out of range; the user's calls start clean
+        return Built(contender, executor, ms)
     except Exception as e:  # a contender that cannot be built is not a choice
         log.info("partition: a contending program did not build: %s: %s", type(e).__name__, e)
         return None
 
 
-def contest(module: ModuleOp, params: ParamStore, contenders: Mapping[str, tuple[float, Build]]) -> tuple[str, dict[str, Any]]:
+def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> tuple[str, dict[str, Any], Built | None]:
     """Build and time the contenders (name -> predicted ms, build) predicted within
     ``MARGIN`` of the cheapest; returns the fastest one's name (the first contender
-    when none could be timed) and what was found."""
+    when none could be timed), what was found, and the fastest one as built (None
+    when none could be timed)."""
     cheapest = min(predicted for predicted, _ in contenders.values())
     report: dict[str, Any] = {}
+    fastest: tuple[str, Built] | None = None
     for name, (predicted, build) in contenders.items():
         entry: dict[str, Any] = {"predicted_ms": predicted}
         if predicted > MARGIN * cheapest:
             entry["skipped"] = f"predicted over {MARGIN}x the cheapest cover"
         else:
-            entry["program_ms"] = program_ms(module, params, build)
+            built = build_and_time(program, build)
+            entry["program_ms"] = built.ms if built is not None else None
+            if built is not None and (fastest is None or built.ms < fastest[1].ms):
+                fastest = (name, built)  # the one it beats goes back to the allocator
+            del built
         report[name] = entry
-    timed = {n: e["program_ms"] for n, e in report.items() if e.get("program_ms") is not None}
-    if not timed:
-        return next(iter(contenders)), report
-    return min(timed, key=timed.__getitem__), report
+    if fastest is None:
+        return next(iter(contenders)), report, None
+    return fastest[0], report, fastest[1]

@@ -163,14 +163,14 @@ def estimate_ms(work: Work, backend: str, kind: str, peaks: GpuPeaks) -> float:
     return (max(compute_s, memory_s) + eff.kernels * peaks.launch_us * 1e-6) * 1e3
 
 
-def layout_conversion_ms(ops: Sequence[Operation], backend: str, peaks: GpuPeaks) -> float:
-    """What a cuDNN convolution's channels-last layout costs at the program's edge.
+def layout_conversion_ms(ops: Sequence[Operation], channels_last_convs: bool, peaks: GpuPeaks) -> float:
+    """What a channels-last convolution (cuDNN's) costs at the program's edge.
 
     Between cuDNN graphs the NCHW <-> NHWC transposes cancel, and next to a Triton
     kernel they become its index arithmetic; but the program's inputs and outputs
     are NCHW, so a convolution reading an input or producing an output pays one
     standalone transpose kernel (read and write) for it."""
-    if backend != "cudnn" or not isinstance(ops[0], tcp.Conv2dOp):
+    if not channels_last_convs or not isinstance(ops[0], tcp.Conv2dOp):
         return 0.0
     edges = []
     if isinstance(ops[0].operands[0], BlockArgument):

@@ -1,10 +1,11 @@
 """partition: decide, for the whole graph, which backend runs which ops.
 
-Enumerates overlapping candidate groups per backend (``candidates``), prices
-each (``pricing``: roofline estimate, lowering check, measured on a GPU), takes
-the cheapest acyclic cover (``cover``); on a GPU, ``auto`` then checks that cover
-against the single-backend ones as whole programs (``contest``). Then it makes
-the IR say so (``realize``):
+Enumerates overlapping candidate groups per backend (``enumeration``), prices
+each once (``pricing``: roofline estimate, lowering check, measured on a GPU:
+``Priced``), takes the cheapest acyclic cover (``cover``); on a GPU, ``auto`` then
+checks that cover against the covers ``cudnn-only`` and ``triton-only`` take from
+the same priced candidates, as whole programs (``contest``). Then it makes the IR
+say so (``realize``):
 
 * a chosen cuDNN group is outlined as a ``tcp.isolated_group {backend = "cudnn"}``
   (``lower-cudnn`` turns it into a ``cudnn.graph`` later);
@@ -13,8 +14,10 @@ the IR say so (``realize``):
   ``assign-layouts`` adds join whichever kernel they touch);
 * views and torch ops stay as they are.
 
-The decision record goes onto the function as ``dnnc.decisions`` (JSON);
-the pipeline moves it into ``Program.metadata`` for ``dnnc explain`` and artifacts.
+``partition_block`` returns the decision record (and the contest's winner as built,
+``Partitioned``); ``partition.decide`` hands both to the pipeline, which keeps the
+record in ``Program.metadata`` for ``dnnc explain`` and artifacts. The ``partition``
+pass leaves the record on the function as ``dnnc.decisions`` (JSON) instead.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
@@ -33,18 +36,21 @@ from xdsl.ir import Block, Operation
 from dnnc import knobs
 from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program
 from dnnc.ir.rewriting import ParamPass
 from dnnc.partition import DECISIONS_ATTR, memo
 from dnnc.partition.backends import BACKENDS
-from dnnc.partition.candidates import POLICIES, Candidate, enumerate_candidates, graph_nodes, node_preds
-from dnnc.partition.contest import CONTESTS, Build, contest, contest_key
+from dnnc.partition.candidates import POLICIES, Candidate, graph_nodes, node_preds, policy_candidates
+from dnnc.partition.contest import CONTESTS, Built, contest, contest_key
 from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
+from dnnc.partition.enumeration import enumerate_candidates
 from dnnc.partition.pricing import PricingReport, Times, measure, price, recost, should_measure
 from dnnc.partition.realize import realize
+from dnnc.partition.spec_apply import Applied, apply_specs, mark_configs
 from dnnc.partition.spec_apply import active as active_specs
-from dnnc.partition.spec_apply import apply_specs, mark_configs
-from dnnc.partition.spec_facts import cudnn_roots, mark_sites
+from dnnc.partition.spec_facts import library_roots, mark_sites
+from dnnc.specs.library import Resolved
 
 log = logging.getLogger("dnnc.partition")
 
@@ -71,40 +77,36 @@ class Partition(ParamPass):
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
-            record = self.partition_block(fn.body.block, params, op)
-            if record is not None:
-                fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(record))
+            outcome = self.partition_block(fn.body.block, params, Program(op, params))
+            if outcome is not None:
+                fn.attributes[DECISIONS_ATTR] = StringAttr(json.dumps(outcome.record))
 
-    def partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None = None) -> dict[str, Any] | None:
-        """The block's groups outlined and marked; its decision record (None: nothing to
-        decide). ``module``: the block's module, for building whole contending programs
-        (``contest``). Every entry to the partitioner comes through here."""
+    def partition_block(self, block: Block, params: ParamStore, whole: Program | None = None) -> Partitioned | None:
+        """The block's groups outlined and marked, with the decision record (None:
+        nothing to decide). ``whole``: the program the block belongs to, for building
+        whole contending programs (``contest``). Every entry to the partitioner comes through here."""
         if self.policy not in POLICIES:
             raise PassError(f"partition policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
         with memo.one_compile():
-            return self._partition_block(block, params, module)
+            return self._partition_block(block, params, whole)
 
-    def _partition_block(self, block: Block, params: ParamStore, module: ModuleOp | None) -> dict[str, Any] | None:
-        decided = self.decide(block, params)
-        if decided is None:
+    def _partition_block(self, block: Block, params: ParamStore, whole: Program | None) -> Partitioned | None:
+        priced = self.price(block, params)
+        if priced is None:
             return None
-        record, chosen, configs = decided
-        if record["measured"] and self.policy == "auto" and module is not None:
-            winner, programs = self.whole_program_check(module, params, chosen, configs, record)
-            if winner != "auto":  # that policy's own cover, decided again here (its times are cached)
-                record, chosen, configs = replace(self, policy=winner).decide(block, params) or (record, chosen, configs)
-                record["policy"] = "auto"
-            record["programs"] = programs
-        mark_sites(chosen, cudnn_roots(graph_nodes(block)))
-        realize(chosen)
-        mark_configs(configs)
-        return record
+        decision = priced.choose(self.policy)
+        prefixes = library_roots(priced.nodes)
+        built = None
+        if priced.measured and self.policy == "auto" and whole is not None:
+            decision, built = self.whole_program_check(whole, priced, decision, prefixes)
+        mark_sites(decision.chosen, prefixes)
+        realize(decision.chosen)
+        mark_configs(decision.configs)
+        return Partitioned(decision.record, built)
 
-    def decide(
-        self, block: Block, params: ParamStore
-    ) -> tuple[dict[str, Any], list[Candidate], dict[Operation, dict[str, int]]] | None:
-        """The decision record, the chosen candidates of ``self.policy`` and the Triton
-        configs tuning specs chose, by root op (IR untouched)."""
+    def price(self, block: Block, params: ParamStore) -> Priced | None:
+        """The block's candidates for ``self.policy``, priced, the tuning specs applied, and
+        on a GPU the groups of every policy's cheapest cover measured (None: no nodes)."""
         nodes = graph_nodes(block)
         if not nodes:
             return None
@@ -121,53 +123,113 @@ class Partition(ParamPass):
         preds = node_preds(nodes)
         if measured:
             priced = measure_what_matters(preds, priced, params, pricing)
-        cover = cover_by(preds, priced)
-        chosen = [priced[i] for i in cover.chosen]
-        record = decision_record(self.policy, nodes, preds, priced, cover, pricing, peaks.name, measured)
-        if applied is not None and specs is not None:
-            for group, c in zip(record["groups"], chosen):
-                group["spec"] = applied.source_of(c)
-            warnings = [*specs[0].warnings, *applied.ignored]
-            record["specs"] = {
-                "fingerprint": specs[1],
-                "warnings": warnings,
-                "records": len(specs[0].records),
-                "complete": applied.complete,
-            }
-        return record, chosen, applied.configs if applied is not None else {}
+        return Priced(nodes, preds, priced, pricing, peaks.name, measured, applied, specs)
 
     def whole_program_check(
         self,
-        module: ModuleOp,
-        params: ParamStore,
-        chosen: Sequence[Candidate],
-        configs: dict[Operation, dict[str, int]],
-        record: dict[str, Any],
-    ) -> tuple[str, dict[str, Any]]:
-        """``auto``'s cover against what ``cudnn-only`` and ``triton-only`` would build,
-        as whole programs on the GPU (``contest``): the fastest program's policy wins."""
-
-        def own_policy(policy: str) -> Build:
-            def build(copy: ModuleOp, ops: Mapping[Operation, Operation], store: ParamStore) -> None:
-                replace(self, policy=policy).apply_with_params(Context(), copy, store)
-
-            return build
-
-        totals = record["totals"]
-        contenders: dict[str, tuple[float | None, Build]] = {
-            "auto": (totals["chosen_ms"], lambda copy, ops, store: realize(chosen, ops) or mark_configs(configs, ops)),
-            "cudnn-only": (totals["cudnn_only_ms"], own_policy("cudnn-only")),
-            "triton-only": (totals["triton_only_ms"], own_policy("triton-only")),
+        whole: Program,
+        priced: Priced,
+        decision: Decision,
+        prefixes: Mapping[Operation, Sequence[Candidate]],
+    ) -> tuple[Decision, Built | None]:
+        """``auto``'s cover against the covers ``cudnn-only`` and ``triton-only`` take from
+        the same priced candidates, as whole programs on the GPU (``contest``): the
+        fastest program's cover is the decision, its record saying ``auto`` and the
+        contest; and that program as the contest built it (None when the winner came
+        from the contest cache)."""
+        decisions = {"auto": decision}
+        for policy in POLICIES:
+            if policy not in decisions:
+                try:
+                    decisions[policy] = priced.choose(policy)
+                except NoCover:
+                    continue
+        contenders = {
+            p: (d.record["totals"]["chosen_ms"], Contender(p, d.chosen, d.configs, prefixes)) for p, d in decisions.items()
         }
-        key = contest_key(module, self.backends or tuple(available_backends()), (record.get("specs") or {}).get("fingerprint"))
+        specs = (decision.record.get("specs") or {}).get("fingerprint")
+        key = contest_key(whole.module, self.backends or tuple(available_backends()), specs)
         found = CONTESTS.get_json(key)
+        built = None
         if isinstance(found, dict) and found.get("winner") in contenders:
-            return found["winner"], {**found, "cached": True}
-        winner, report = contest(module, params, {k: v for k, v in contenders.items() if v[0] is not None})
-        programs = {"winner": winner, "contenders": report}
-        if any(c.get("program_ms") is not None for c in report.values()):
-            CONTESTS.put_json(key, programs)
-        return winner, programs
+            winner, programs = found["winner"], {**found, "cached": True}
+        else:
+            winner, report, built = contest(whole, contenders)
+            programs = {"winner": winner, "contenders": report}
+            if any(c.get("program_ms") is not None for c in report.values()):
+                CONTESTS.put_json(key, programs)
+        chosen = decisions[winner]
+        chosen.record["policy"] = "auto"
+        chosen.record["programs"] = programs
+        return chosen, built
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """What partitioning a block gives: the decision record, and where a whole-program
+    contest built the winner, that program and executor (``contest.Built``), which a
+    compile goes on with instead of lowering and building the same program again."""
+
+    record: dict[str, Any]
+    built: Built | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One policy's cover: its record, its groups in the cover's order, and the Triton
+    configs tuning specs chose for it, by root op."""
+
+    record: dict[str, Any]
+    chosen: list[Candidate]
+    configs: dict[Operation, dict[str, int]]
+
+
+@dataclass
+class Priced:
+    """What a block's pricing found; any policy's cover is chosen from it without
+    pricing, lowering or measuring again."""
+
+    nodes: list[Operation]
+    preds: list[int]
+    candidates: list[Candidate]
+    pricing: PricingReport
+    device: str
+    measured: bool
+    applied: Applied | None
+    specs: tuple[Resolved, str] | None
+
+    def choose(self, policy: str) -> Decision:
+        """``policy``'s cheapest cover of the priced candidates (``NoCover`` if none)."""
+        allowed = policy_candidates(self.candidates, policy)
+        cover = cover_by(self.preds, allowed)
+        chosen = [allowed[i] for i in cover.chosen]
+        record = decision_record(policy, self.nodes, self.preds, allowed, cover, self.pricing, self.device, self.measured)
+        if self.applied is not None and self.specs is not None:
+            for group, c in zip(record["groups"], chosen):
+                group["spec"] = self.applied.source_of(c)
+            record["specs"] = {
+                "fingerprint": self.specs[1],
+                "warnings": [*self.specs[0].warnings, *self.applied.ignored],
+                "records": len(self.specs[0].records),
+                "complete": self.applied.complete,
+            }
+        return Decision(record, chosen, self.applied.configs if self.applied is not None else {})
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A contest's ``Build``: makes a copy of the module say what ``policy``'s cover
+    chose, as the partitioner marks the module itself (sites, groups, configs)."""
+
+    policy: str
+    chosen: Sequence[Candidate]
+    configs: Mapping[Operation, dict[str, int]]
+    prefixes: Mapping[Operation, Sequence[Candidate]]
+
+    def __call__(self, copy: ModuleOp, ops: Mapping[Operation, Operation], store: ParamStore) -> None:
+        mark_sites(self.chosen, self.prefixes, ops)
+        realize(self.chosen, ops)
+        mark_configs(dict(self.configs), ops)
 
 
 MEASURE_ROUNDS = 4
@@ -194,16 +256,6 @@ def measure_what_matters(
 
 def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:
     return best_cover(preds, [(c.mask, c.cost_ms) for c in candidates])
-
-
-def policy_candidates(candidates: Sequence[Candidate], policy: str) -> list[Candidate]:
-    """The candidates ``policy`` may use (see ``candidates``)."""
-    if policy == "auto":
-        return list(candidates)
-    if policy == "triton-only":
-        return [c for c in candidates if c.backend != "cudnn" or c.fixed]
-    roots = {min(c.covers) for c in candidates if c.backend == "cudnn" and not c.fixed}
-    return [c for c in candidates if not (c.backend == "triton" and c.covers & roots)]
 
 
 def policy_total(preds: Sequence[int], candidates: Sequence[Candidate], policy: str) -> float | None:

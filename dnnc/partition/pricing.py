@@ -30,7 +30,7 @@ from dnnc import knobs
 from dnnc.errors import DnncError
 from dnnc.partition import memo
 from dnnc.partition.backends import BACKENDS
-from dnnc.partition.candidates import Candidate
+from dnnc.partition.candidates import Candidate, Role
 from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
 from dnnc.partition.measure import cached_ms, known_to_lower, remember_lowers, time_alone
 
@@ -48,7 +48,7 @@ class PricingReport:
 
 
 def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tuple[list[Candidate], PricingReport]:
-    """Estimate every candidate and lower each distinct cuDNN one alone; the ones
+    """Estimate every candidate and lower each distinct library one (cuDNN's) alone; the ones
     that do not lower are dropped. Costs are the estimates until ``measure``."""
     started = time.perf_counter()
     report = PricingReport()
@@ -56,8 +56,8 @@ def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tupl
     kept = []
     for c in candidates:
         c.estimated_ms = estimate_ms(work_of(c.ops), c.backend, c.kind, peaks)
-        c.layout_ms = layout_conversion_ms(c.ops, c.backend, peaks)
-        if c.backend == "cudnn" and not c.fixed:
+        c.layout_ms = layout_conversion_ms(c.ops, c.backend in BACKENDS and BACKENDS[c.backend].channels_last_convs, peaks)
+        if c.role is Role.LIBRARY:  # a library may have no engine for the group
             key = identity(c, params)
             if key not in lowered:
                 report.unique += 1

@@ -32,8 +32,9 @@ from xdsl.ir import Operation
 
 from dnnc import knobs
 from dnnc.backends.interface import SPEC_CONFIG_ATTR
-from dnnc.partition.candidates import Candidate
-from dnnc.partition.spec_facts import cudnn_prefixes, facts_of, first_match
+from dnnc.partition.backends import role_of
+from dnnc.partition.candidates import Candidate, Role
+from dnnc.partition.spec_facts import facts_of, first_match, library_prefixes
 from dnnc.specs.format import Library, Record, load_library
 from dnnc.specs.library import Device, Resolved, local_device, record_label, resolve
 
@@ -125,23 +126,24 @@ def active() -> tuple[Resolved, str] | None:
 def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
     dropped: set[int] = set()
     applied = Applied([])
-    roots = cudnn_prefixes(candidates)
+    roots = library_prefixes(candidates)
     for root, cands in roots.items():
         found = first_match(resolved.records, cands)
         if found is None:
             continue
         record, chosen = found
         root_index = min(chosen.covers)
-        if record.decision.backend == "triton" and not any(c.backend == "triton" and root_index in c.covers for c in candidates):
+        decided = record.decision.backend
+        if not any(c.backend == decided and root_index in c.covers for c in candidates):
             applied.ignored.append(
-                f"{record.source} ({record_label(record)}): this policy gives Triton no group at {chosen.label}"
+                f"{record.source} ({record_label(record)}): this policy gives {decided} no group at {chosen.label}"
             )
             continue
         applied.by_root[root] = record
-        if record.decision.backend == "cudnn":
-            dropped |= {id(c) for c in candidates if c.backend == "triton" and root_index in c.covers}
+        if role_of(decided) is Role.LIBRARY:
+            dropped |= {id(c) for c in candidates if c.role is not None and c.backend != decided and root_index in c.covers}
             for c in cands:
-                own = record if c is chosen else _first_cudnn_record(resolved.records, c)
+                own = record if c is chosen else _first_record_for(resolved.records, c)
                 if own is None:
                     dropped.add(id(c))
                     continue
@@ -158,16 +160,16 @@ def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
     return applied
 
 
-def _first_cudnn_record(records: Sequence[Record], c: Candidate) -> Record | None:
-    """The first record that puts exactly this prefix on cuDNN, if any."""
+def _first_record_for(records: Sequence[Record], c: Candidate) -> Record | None:
+    """The first record that puts exactly this prefix on its backend, if any."""
     facts = facts_of(c)
-    return next((r for r in records if r.decision.backend == "cudnn" and r.matcher.matches(facts)), None)
+    return next((r for r in records if r.decision.backend == c.backend and r.matcher.matches(facts)), None)
 
 
 def plan_json(record: Record) -> str | None:
-    """The ``PlanRecord`` JSON of a cuDNN decision with an engine or tag, else None."""
+    """The plan JSON (cuDNN's ``PlanRecord``) of a library decision with an engine or tag, else None."""
     d = record.decision
-    if d.backend != "cudnn" or (d.engine is None and d.tag is None):
+    if role_of(d.backend) is not Role.LIBRARY or (d.engine is None and d.tag is None):
         return None
     engine = d.engine if d.engine is not None else int(str(d.tag).split("_")[0].removeprefix("eng"))
     return json.dumps({"engine": engine, "knobs": dict(d.knobs), "name": d.tag or "", "ms": None, "timed": 0})

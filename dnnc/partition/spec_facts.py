@@ -1,5 +1,5 @@
 """The groups of a program a spec can speak about, and what matching sees of each:
-at every op cuDNN can root (convolution, matmul, layer norm), the root with each
+at every op a library backend (cuDNN) can root (convolution, matmul, layer norm), the root with each
 prefix of its epilogue, labelled as the partitioner labels them
 (``conv``, ``conv_bias``, ``conv_bias_relu`` ...), with the element type and the
 root's input, weight and output shapes."""
@@ -17,7 +17,9 @@ from xdsl.ir import Operation
 from dnnc.backends.interface import SITE_ATTR
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of
-from dnnc.partition.candidates import Candidate, enumerate_candidates, graph_nodes
+from dnnc.partition.backends import names_of
+from dnnc.partition.candidates import Candidate, Role, graph_nodes
+from dnnc.partition.enumeration import enumerate_candidates
 from dnnc.specs.format import Record
 from dnnc.specs.match import GroupFacts
 
@@ -26,7 +28,7 @@ _DTYPE_NAMES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 @dataclass(frozen=True)
 class Site:
-    """One root and its cuDNN candidates (one per epilogue prefix), longest first."""
+    """One root and its library candidates (one per epilogue prefix), longest first."""
 
     root: Operation
     index: int
@@ -50,26 +52,26 @@ def facts_of(c: Candidate) -> GroupFacts:
     return GroupFacts(c.kind, _DTYPE_NAMES.get(dtype, dtype), shapes)
 
 
-def cudnn_prefixes(candidates: Sequence[Candidate]) -> dict[Operation, list[Candidate]]:
-    """The cuDNN candidates by root op (in the candidates' order), longest prefix first."""
+def library_prefixes(candidates: Sequence[Candidate]) -> dict[Operation, list[Candidate]]:
+    """The library backends' candidates by root op (in the candidates' order), longest prefix first."""
     by_root: dict[Operation, list[Candidate]] = {}
     for c in candidates:
-        if c.backend == "cudnn" and not c.fixed:
+        if c.role is Role.LIBRARY:
             by_root.setdefault(c.ops[0], []).append(c)
     return {root: sorted(cands, key=lambda c: -len(c.ops)) for root, cands in by_root.items()}
 
 
-def cudnn_roots(nodes: Sequence[Operation]) -> dict[Operation, list[Candidate]]:
-    """Every op cuDNN could root among ``nodes``, with its prefixes (whatever the policy
-    or the backends asked for: sites are where specs speak, not what a compile uses)."""
-    return cudnn_prefixes(enumerate_candidates(nodes, ("cudnn",), "auto"))
+def library_roots(nodes: Sequence[Operation]) -> dict[Operation, list[Candidate]]:
+    """Every op a library backend could root among ``nodes``, with its prefixes (whatever
+    the policy or the backends asked for: sites are where specs speak, not what a compile uses)."""
+    return library_prefixes(enumerate_candidates(nodes, names_of(Role.LIBRARY), "auto"))
 
 
 def sites(program: Program) -> list[Site]:
-    """Every cuDNN root of the program's entry block, in program order."""
+    """Every library root of the program's entry block, in program order."""
     nodes = graph_nodes(program.entry.body.block)
     order = {op: i for i, op in enumerate(nodes)}
-    by_root = cudnn_roots(nodes)
+    by_root = library_roots(nodes)
     return [Site(root, order[root], tuple(by_root[root])) for root in sorted(by_root, key=order.__getitem__)]
 
 
@@ -112,16 +114,22 @@ def marked_sites(program: Program) -> Iterator[tuple[Operation, GroupFacts, int]
             yield (op, *parse_site(holder.attributes[SITE_ATTR].data))  # type: ignore[attr-defined]
 
 
-def mark_sites(chosen: Sequence[Candidate], prefixes: Mapping[Operation, Sequence[Candidate]]) -> None:
-    """Before ``realize``: on every cuDNN-rootable op, what a spec would match there and
-    which chosen group runs it. In a cuDNN group the root carries the facts of the
-    group itself (``lower-cudnn`` moves them onto the ``cudnn.graph``); in a Triton group
-    each such root carries its own facts alone (a Triton record there drops every cuDNN
-    prefix of that root)."""
+def mark_sites(
+    chosen: Sequence[Candidate],
+    prefixes: Mapping[Operation, Sequence[Candidate]],
+    ops: Mapping[Operation, Operation] | None = None,
+) -> None:
+    """Before ``realize``: on every op a library can root, what a spec would match there
+    and which chosen group runs it. In a library group the root carries the facts of
+    the group itself (``lower-cudnn`` moves them onto the ``cudnn.graph``); in a
+    generated (Triton) group each such root carries its own facts alone (a Triton
+    record there drops every cuDNN prefix of that root). ``ops``: where the candidates'
+    ops are, when marking a clone of their module."""
+    at = (lambda op: ops[op]) if ops is not None else (lambda op: op)
     for number, c in enumerate(chosen):
-        if c.backend == "cudnn" and not c.fixed and c.ops[0] in prefixes:
-            c.ops[0].attributes[SITE_ATTR] = StringAttr(site_json(facts_of(c), number))
-        elif c.backend == "triton":
+        if c.role is Role.LIBRARY and c.ops[0] in prefixes:
+            at(c.ops[0]).attributes[SITE_ATTR] = StringAttr(site_json(facts_of(c), number))
+        elif c.role is Role.GENERATOR:
             for op in c.ops:
                 if op in prefixes:
-                    op.attributes[SITE_ATTR] = StringAttr(site_json(facts_of(prefixes[op][-1]), number))
+                    at(op).attributes[SITE_ATTR] = StringAttr(site_json(facts_of(prefixes[op][-1]), number))

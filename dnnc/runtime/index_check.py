@@ -54,6 +54,13 @@ class IndexCheck:
         self._host.copy_(self.flags, non_blocking=True)
         self._arrived.record()
 
+    def clear(self) -> None:
+        """Forget what earlier runs flagged (runs on inputs that were not the user's)."""
+        if self.flags is not None:
+            self.flags.zero_()
+        if self._host is not None:
+            self._host.zero_()
+
     def check_now(self) -> None:
         """Wait for the work queued so far and report any index out of range."""
         if self.flags is not None:

@@ -40,11 +40,13 @@ class Verdict:
 def check_decisions(program: Program, on_gpu: bool) -> list[Verdict]:
     """Partition ``program`` (canonical; changed in place) with the specs the knobs
     name and lower it; one verdict per group a record decided, in program order."""
+    from dnnc.partition.backends import BACKENDS
     from dnnc.partition.decide import decide
     from dnnc.passes import run_passes
     from dnnc.passes.stages import PARTITIONED
 
-    groups = (decide(program, policy="auto", backends=("cudnn", "triton")) or {}).get("groups", [])
+    outcome = decide(program, policy="auto", backends=tuple(BACKENDS))
+    groups = outcome.record.get("groups", []) if outcome is not None else []
     run_passes(program, PARTITIONED)
     verdicts = []
     for op, facts, number in marked_sites(program):

@@ -70,8 +70,7 @@ def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None
 
 def sites_of(compiled: Any) -> list[BuiltSite]:
     """``built_sites`` of a ``CompiledModule`` built on the GPU, with its kernels."""
-    kernels = {step.op: step.kernel for step in compiled._executor.steps if step.kernel is not None}
-    return built_sites(compiled.program, kernels)
+    return built_sites(compiled.program, compiled.kernels())
 
 
 def _cudnn_decision(plan: Mapping[str, Any] | None) -> Decision:

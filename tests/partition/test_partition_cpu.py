@@ -19,9 +19,10 @@ from dnnc.cli import main
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
 from dnnc.partition import DECISIONS_ATTR
-from dnnc.partition.candidates import enumerate_candidates, graph_nodes, node_preds
+from dnnc.partition.candidates import graph_nodes, node_preds
 from dnnc.partition.cost import H100, estimate_ms, peaks_for, work_of
 from dnnc.partition.cover import best_cover
+from dnnc.partition.enumeration import enumerate_candidates
 from dnnc.partition.explain import GROUP_HEADER, explain_lines
 from dnnc.partition.extract import extract
 from dnnc.partition.measure import measurement_key
@@ -222,8 +223,9 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache
     asked for fails): the rounds time only groups of the current best covers, each distinct
     group once, drop the one that fails, and stop when the covers are all measured."""
     from dnnc.partition import pricing
+    from dnnc.partition.candidates import policy_candidates
     from dnnc.partition.cost import H100
-    from dnnc.partition.partitioner import measure_what_matters, policy_candidates
+    from dnnc.partition.partitioner import measure_what_matters
     from dnnc.partition.pricing import PricingReport, identity, price
 
     program, _, _ = block_program(torch.float16)
@@ -286,45 +288,48 @@ def test_contest_times_close_contenders_and_takes_the_fastest(monkeypatch) -> No
     times = {"auto": 3.0, "cudnn-only": 1.0, "broken": None}
     built: list[str] = []
 
-    def fake_ms(module, params, build):
+    def fake_build(program, build):
         built.append(build)
-        return times[build]
+        return contest.Built(None, f"{build} executor", times[build]) if times[build] is not None else None
 
-    monkeypatch.setattr(contest, "program_ms", fake_ms)
+    monkeypatch.setattr(contest, "build_and_time", fake_build)
     contenders = {"auto": (1.0, "auto"), "cudnn-only": (1.2, "cudnn-only"), "broken": (1.1, "broken"), "far": (2.0, "far")}
-    winner, report = contest.contest(None, None, contenders)
+    winner, report, fastest = contest.contest(None, contenders)
     assert winner == "cudnn-only", "the fastest program wins, not the cheapest prediction"
+    assert fastest is not None and fastest.executor == "cudnn-only executor", "the winner as it was built comes back"
     assert built == ["auto", "cudnn-only", "broken"], "only contenders within the margin are built"
     assert "skipped" in report["far"] and report["broken"]["program_ms"] is None
-    assert contest.contest(None, None, {"broken": (1.0, "broken")})[0] == "broken", "nothing timed: the first stands"
+    assert contest.contest(None, {"broken": (1.0, "broken")})[:3:2] == ("broken", None), "nothing timed: the first stands"
 
 
 @pytest.mark.parametrize("fastest", ["auto", "cudnn-only", "triton-only"])
 def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest: str) -> None:
     """GPU timing replaced: each contending program is built on a copy (checked by
-    running it on the reference backend) and the fastest policy's cover is the one
-    ``auto`` realizes, with the contest in its record."""
+    running it on the reference backend) from the candidates priced once, and the
+    fastest policy's cover is the one ``auto`` realizes, with the contest in its record."""
     from dnnc.partition import contest, partitioner
+    from dnnc.partition.pricing import price
 
     monkeypatch.setattr(partitioner, "should_measure", lambda: True)
     monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
+    pricings: list[int] = []
+    monkeypatch.setattr(partitioner, "price", lambda cands, *a: pricings.append(len(cands)) or price(cands, *a))
     program, model, _ = block_program(torch.float16)
     x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
     expected = flat(eager_exact(model, [x]))[0]
     kernels: dict[str, Counter] = {}
 
-    def fake_ms(module, params, build):
-        built = contest.contender_program(module, params, build)
+    def fake_build(program, build):
+        built = contest.contender_program(program, build)
         assert_matches(run_reference(built, [x])[0], expected, torch.float16)
-        decided = built.entry.attributes.get(DECISIONS_ATTR)
-        name = json.loads(decided.data)["policy"] if decided is not None else "auto"
-        kernels[name] = _kernels(built)
-        return 1.0 if name == fastest else 2.0
+        kernels[build.policy] = _kernels(built)
+        return contest.Built(built, None, 1.0 if build.policy == fastest else 2.0)
 
-    monkeypatch.setattr(contest, "program_ms", fake_ms)
+    monkeypatch.setattr(contest, "build_and_time", fake_build)
     monkeypatch.setattr(contest, "MARGIN", 100.0)
     record = partitioned(program, "auto")
     assert set(kernels) == {"auto", "cudnn-only", "triton-only"}
+    assert len(pricings) == 1, "the contenders' covers come from the one pricing"
     assert record["programs"]["winner"] == fastest and record["policy"] == "auto"
     run_passes(program, parse_passes(PARTITIONED))
     assert _kernels(program) == kernels[fastest], "the realized program is the fastest contender's"
@@ -334,6 +339,48 @@ def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest
     again, _, _ = block_program(torch.float16)
     cached = partitioned(again, "auto")
     assert not kernels and cached["programs"]["cached"] and cached["programs"]["winner"] == fastest
+
+
+def test_the_compile_goes_on_with_the_contest_winner_as_built(monkeypatch, own_cache) -> None:
+    """GPU timing replaced: ``lower_for_gpu`` gives back the winning contender's executor
+    and the program becomes the one the contest built (not lowered again), with the
+    decision record and the sites a spec speaks about; a warm compile (winner cached)
+    builds no contender and lowers the program itself."""
+    from dnnc.partition import contest, partitioner
+    from dnnc.partition.spec_facts import marked_sites
+    from dnnc.pipeline import lower_for_gpu
+
+    monkeypatch.setattr(partitioner, "should_measure", lambda: True)
+    monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
+    monkeypatch.setattr(contest, "MARGIN", 100.0)
+    times = {"auto": 2.0, "cudnn-only": 1.0, "triton-only": 3.0}
+    built: dict[str, Program] = {}
+
+    def fake_build(program, build):
+        built[build.policy] = contest.contender_program(program, build)
+        return contest.Built(built[build.policy], f"{build.policy} executor", times[build.policy])
+
+    monkeypatch.setattr(contest, "build_and_time", fake_build)
+    program, model, _ = block_program(torch.float16)
+    program.base_dir = own_cache  # where an IR file's relative paths (user kernels) start
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
+    expected = flat(eager_exact(model, [x]))[0]
+    with knobs.override(partition="auto"):
+        executor = lower_for_gpu(program, backends=["cudnn", "triton"])
+    assert executor == "cudnn-only executor"
+    assert all(b.base_dir == own_cache for b in built.values()), "contenders resolve paths as the program does"
+    assert program.module is built["cudnn-only"].module and program.params is built["cudnn-only"].params
+    record = program.metadata["decisions"]
+    assert record["policy"] == "auto" and record["programs"]["winner"] == "cudnn-only"
+    assert list(marked_sites(program)), "the contender carries the spec sites, as the partitioned module does"
+    assert_matches(run_reference(program, [x])[0], expected, torch.float16)
+
+    built.clear()
+    again, _, _ = block_program(torch.float16)
+    with knobs.override(partition="auto"):
+        assert lower_for_gpu(again, backends=["cudnn", "triton"]) is None
+    assert not built and again.metadata["decisions"]["programs"]["cached"]
+    assert _kernels(again) == _kernels(program), "the cached winner's cover, lowered here"
 
 
 def test_contest_key_changes_with_every_input() -> None:

@@ -2,7 +2,7 @@
 timed alone, the program built from the cheapest cover runs and matches eager as
 closely as eager fp16 does (``assert_as_close_as_eager``), the record holds
 the measured times, and of the contending covers built as whole programs the
-fastest is the one realized. How ``auto`` compares with each single-backend policy
+fastest is the one realized, the very program and executor the contest built. How ``auto`` compares with each single-backend policy
 compiled on its own is the benchmark's question (bench/partition_policies.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("name", ["resnet50", "gpt2_block"])
-def test_auto_partition_measured(name: str) -> None:
+def test_auto_partition_measured(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dnnc.partition import contest
+
+    built: list[contest.Built | None] = []
+    build_and_time = contest.build_and_time
+    monkeypatch.setattr(contest, "build_and_time", lambda *a: built.append(build_and_time(*a)) or built[-1])
     with knobs.override(partition="auto", measure=True, tuning_spec_defaults=False):  # the shipped specs measure nothing
         compiled, _, _ = _run(name, "cudnn,triton", torch.float16)
     record = compiled.program.metadata["decisions"]
@@ -32,6 +37,11 @@ def test_auto_partition_measured(name: str) -> None:
     timed = {n: c["program_ms"] for n, c in programs.items() if c.get("program_ms") is not None}
     assert "auto" in timed and len(timed) >= 2, programs
     assert timed[record["programs"]["winner"]] == min(timed.values()), "the fastest whole program is realized"
+    if not record["programs"].get("cached"):  # the contest's winner is the compiled program, not built again
+        tried = [n for n, c in programs.items() if "program_ms" in c]
+        winner = built[tried.index(record["programs"]["winner"])]
+        assert winner is not None and compiled._executor is winner.executor  # type: ignore[union-attr]
+        assert compiled.program.module is winner.program.module
 
 
 @pytest.mark.parametrize("policy", ["cudnn-only", "triton-only"])

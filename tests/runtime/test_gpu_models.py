@@ -59,6 +59,9 @@ def test_model_fp16(name: str, backends: str) -> None:
         assert not summary["torch_ops"], f"ops left to the torch stopgap: {summary['torch_ops']}"
     if backends == "triton":
         assert "cudnn" not in summary["steps"]
+    kernels = compiled.kernels()  # type: ignore[union-attr]
+    assert len(kernels) == sum(n for b, n in summary["steps"].items() if b not in ("torch", "view"))
+    assert all(hasattr(k, "launch") and hasattr(k, "record") for k in kernels.values())
 
 
 @pytest.mark.parametrize("name", ["resnet50", "gpt2_block"])

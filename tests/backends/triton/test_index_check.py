@@ -71,6 +71,9 @@ def test_an_index_out_of_range_is_reported_and_cleared(rng: torch.Generator) -> 
     executor.run([ids.sub(10), x])  # an embedding takes no negative index (PyTorch raises too)
     with pytest.raises(InputError, match="out of range"):
         check.after_call()
+    executor.run([bad, x])
+    check.clear()  # what runs on inputs not the user's (a contest's) flagged is forgotten
+    check.after_call()
 
 
 @pytest.mark.gpu
