@@ -8,6 +8,9 @@
 #   tests      the whole suite (CPU and GPU tests), junit XML
 #   gpu-tests  only the tests marked gpu, $GPU_TEST_WORKERS (1) at a time (extra pytest args
 #              via $PYTEST_ARGS)
+#   gpu-smoke  the gpu tests of what changes most (the executor and its backends, artifacts,
+#              the partitioner's contest, specs, user kernels, the small models): a few
+#              minutes, so a break shows before the whole suite runs
 #   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (1) at a time
 #              ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext")
 #   One at a time because compiles sharing the GPU slow each other down many times over:
@@ -62,6 +65,12 @@ for step in $steps; do
       # shellcheck disable=SC2086
       DNNC_COMPILE_WORKERS=${DNNC_COMPILE_WORKERS:-$(( $(nproc) / workers ))} \
       python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    gpu-smoke)
+      python3 -m pytest -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=15 \
+        tests/runtime/test_artifact_gpu.py tests/runtime/test_gpu_models.py tests/partition/test_partition_gpu.py \
+        tests/backends/cudnn/test_cudnn_gpu.py tests/backends/triton/test_index_check.py tests/kernels/test_user_kernels_gpu.py \
+        tests/specs/test_tune_gpu.py tests/specs/test_legality.py 2>&1 | tee "$OUT/gpu-smoke.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     zoo-gpu)
       workers=${ZOO_TEST_WORKERS:-1}
