@@ -38,9 +38,13 @@ def calibrate_batchnorm(model: nn.Module, example: torch.Tensor, passes: int = 2
     for bn in norms:
         bn.reset_running_stats()
         bn.momentum = None  # cumulative average over the calibration passes
+    # Train-mode batch norm needs two values per channel: at batch 1 a squeeze-excite
+    # block's 1x1 map has one, so calibration runs on at least two random examples.
+    shape = (max(example.shape[0], 2), *example.shape[1:])
     model.train()
-    for _ in range(passes):
-        model(torch.randn_like(example))
+    with torch.no_grad():
+        for _ in range(passes):
+            model(torch.randn(shape, dtype=example.dtype, device=example.device))
     model.eval()
     for bn in norms:
         bn.running_mean.add_(torch.randn_like(bn.running_mean) * 0.05)

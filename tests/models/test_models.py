@@ -81,3 +81,15 @@ def test_mobilenet_low_precision(dtype: torch.dtype, rng: torch.Generator) -> No
     assert all(program.params[op.param_name].dtype == dtype for op in program.param_ops())
     truth = eager_exact(model, inputs)
     assert_matches(run_reference(program, inputs)[0], truth.to(dtype), dtype)
+
+
+def test_batch_norm_calibrates_for_a_batch_of_one() -> None:
+    """A 1x1 map at batch 1 (a squeeze-excite block) has one value per channel, which
+    train-mode batch norm refuses; calibration runs on two random examples instead."""
+    from dnnc.models._init import calibrate_batchnorm
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1), nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8))
+    calibrate_batchnorm(model, torch.empty(1, 3, 8, 8))
+    bn = model[3]
+    assert not model.training and bool((bn.running_var != 1).any()) and bool((bn.running_mean != 0).any())

@@ -1,0 +1,293 @@
+"""Models beyond the test families, compiled on the reference backend and checked.
+
+Coverage must follow the families, not the models the tests name: this sweep builds
+further timm and transformers models small (random weights, nothing downloaded),
+compiles each with ``dnnc.compile(..., device="cpu")`` in its own process, and
+compares the output with float64 eager: a model passes when dnnc's relative error
+is within max(2 x eager float32's, 1e-4) (``degenerate`` where the random model's
+output vanishes, so there is nothing to compare). One JSON line per model goes to ``--out``
+(and stdout): the verdict, both errors, seconds, or the error dnnc gave.
+
+    python bench/family_sweep.py --out bench/results/family-sweep-DATE-cpu.jsonl [--only a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TIMM = [
+    *("resnet18", "resnet50d", "resnext26ts", "wide_resnet50_2", "regnetx_002", "efficientnet_b1", "mixnet_s"),
+    *("mnasnet_100", "tinynet_e", "hardcorenas_a", "rexnet_100", "dla34", "dpn68", "hrnet_w18_small", "xception41"),
+    *("res2net50_14w_8s", "resnest14d", "nf_resnet26", "eca_nfnet_l0", "cspresnet50", "cspdarknet53", "repvgg_a0"),
+    *("mobileone_s0", "vgg11", "lcnet_050", "ghostnetv2_100", "hgnetv2_b0", "repghostnet_050", "fastvit_s12"),
+    *("convmixer_768_32", "pvt_v2_b0", "edgenext_xx_small", "inception_next_tiny", "caformer_s18", "mambaout_femto"),
+    *("starnet_s1", "rdnet_tiny", "repvit_m1"),
+]
+"""At 64x64."""
+
+TIMM_AT_224 = [
+    *("efficientformer_l1", "efficientformerv2_s0", "gcvit_xxtiny", "davit_tiny", "focalnet_tiny_srf"),
+    *("coatnet_nano_rw_224", "mvitv2_tiny", "swinv2_cr_tiny_ns_224", "xcit_nano_12_p16_224", "pit_ti_224"),
+    *("coat_lite_tiny", "twins_svt_small", "convit_tiny", "tnt_s_patch16_224", "volo_d1_224", "nest_tiny", "tiny_vit_5m_224"),
+]
+"""At their native 224x224 (their position tables or windows fix the size)."""
+
+TIMM_RESIZED = ["vit_tiny_patch16_224", "deit_tiny_distilled_patch16_224", "cait_xxs24_224", "vit_small_patch16_rope_224"]
+"""At 64x64 through ``img_size``."""
+
+TIMM_FEATURES = ["resmlp_12_224", "gmlp_s16_224", "sequencer2d_s", "hiera_tiny_224"]
+"""Their classifier starts at zero: the pooled features are compared (``num_classes=0``)."""
+
+TEXT = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=1000)
+DECODER = dict(TEXT, use_cache=False, pad_token_id=0)
+GQA = dict(DECODER, num_key_value_heads=2)
+IMAGE = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, image_size=64, patch_size=16)
+STAGES = dict(hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 1, 1])
+CONV_AUDIO = dict(
+    conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4
+)
+
+HF: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
+    ("electra", "ElectraConfig", "ElectraModel", "last_hidden_state", "tokens", dict(TEXT, embedding_size=64)),
+    ("mpnet", "MPNetConfig", "MPNetModel", "last_hidden_state", "tokens", TEXT),
+    ("xlm_roberta", "XLMRobertaConfig", "XLMRobertaModel", "last_hidden_state", "tokens", TEXT),
+    (
+        "mobilebert",
+        "MobileBertConfig",
+        "MobileBertModel",
+        "last_hidden_state",
+        "tokens",
+        dict(TEXT, embedding_size=32, intra_bottleneck_size=32, true_hidden_size=32, num_feedforward_networks=1),
+    ),
+    ("squeezebert", "SqueezeBertConfig", "SqueezeBertModel", "last_hidden_state", "tokens", dict(TEXT, embedding_size=64)),
+    (
+        "funnel",
+        "FunnelConfig",
+        "FunnelModel",
+        "last_hidden_state",
+        "tokens",
+        dict(block_sizes=[1, 1], d_model=64, n_head=4, d_head=16, d_inner=128, vocab_size=1000),
+    ),
+    ("camembert", "CamembertConfig", "CamembertModel", "last_hidden_state", "tokens", TEXT),
+    ("ernie", "ErnieConfig", "ErnieModel", "last_hidden_state", "tokens", TEXT),
+    ("data2vec_text", "Data2VecTextConfig", "Data2VecTextModel", "last_hidden_state", "tokens", TEXT),
+    (
+        "modernbert",
+        "ModernBertConfig",
+        "ModernBertModel",
+        "last_hidden_state",
+        "tokens",
+        dict(TEXT, global_attn_every_n_layers=2, local_attention=8, pad_token_id=0),
+    ),
+    ("olmo", "OlmoConfig", "OlmoForCausalLM", "logits", "tokens", DECODER),
+    ("olmo2", "Olmo2Config", "Olmo2ForCausalLM", "logits", "tokens", DECODER),
+    ("stablelm", "StableLmConfig", "StableLmForCausalLM", "logits", "tokens", dict(DECODER, num_key_value_heads=4)),
+    ("starcoder2", "Starcoder2Config", "Starcoder2ForCausalLM", "logits", "tokens", GQA),
+    ("gemma2", "Gemma2Config", "Gemma2ForCausalLM", "logits", "tokens", dict(GQA, head_dim=16)),
+    ("gemma3_text", "Gemma3TextConfig", "Gemma3ForCausalLM", "logits", "tokens", dict(GQA, head_dim=16)),
+    ("cohere", "CohereConfig", "CohereForCausalLM", "logits", "tokens", GQA),
+    ("persimmon", "PersimmonConfig", "PersimmonForCausalLM", "logits", "tokens", DECODER),
+    (
+        "codegen",
+        "CodeGenConfig",
+        "CodeGenForCausalLM",
+        "logits",
+        "tokens",
+        dict(n_layer=2, n_embd=64, n_head=4, rotary_dim=8, vocab_size=1000, use_cache=False, n_positions=64),
+    ),
+    ("biogpt", "BioGptConfig", "BioGptForCausalLM", "logits", "tokens", DECODER),
+    ("granite", "GraniteConfig", "GraniteForCausalLM", "logits", "tokens", GQA),
+    ("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", "logits", "tokens", GQA),
+    ("glm", "GlmConfig", "GlmForCausalLM", "logits", "tokens", dict(GQA, head_dim=16)),
+    ("helium", "HeliumConfig", "HeliumForCausalLM", "logits", "tokens", dict(GQA, head_dim=16)),
+    (
+        "mbart",
+        "MBartConfig",
+        "MBartModel",
+        "last_hidden_state",
+        "tokens",
+        dict(
+            encoder_layers=1,
+            decoder_layers=1,
+            d_model=64,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=128,
+            decoder_ffn_dim=128,
+            vocab_size=1000,
+        ),
+    ),
+    ("hubert", "HubertConfig", "HubertModel", "last_hidden_state", "audio", dict(TEXT, **CONV_AUDIO)),
+    ("wavlm", "WavLMConfig", "WavLMModel", "last_hidden_state", "audio", dict(TEXT, **CONV_AUDIO)),
+    ("hf_deit", "DeiTConfig", "DeiTModel", "last_hidden_state", "image", IMAGE),
+    ("hf_beit", "BeitConfig", "BeitModel", "last_hidden_state", "image", IMAGE),
+    ("hf_siglip_vision", "SiglipVisionConfig", "SiglipVisionModel", "last_hidden_state", "image", IMAGE),
+    ("hf_dinov2_registers", "Dinov2WithRegistersConfig", "Dinov2WithRegistersModel", "last_hidden_state", "image", IMAGE),
+    (
+        "hf_swinv2",
+        "Swinv2Config",
+        "Swinv2Model",
+        "last_hidden_state",
+        "image",
+        dict(image_size=64, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4),
+    ),
+    ("hf_convnextv2", "ConvNextV2Config", "ConvNextV2Model", "pooler_output", "image", STAGES),
+    ("hf_regnet", "RegNetConfig", "RegNetModel", "pooler_output", "image", dict(STAGES, groups_width=8, embedding_size=16)),
+    (
+        "hf_mobilenet_v2",
+        "MobileNetV2Config",
+        "MobileNetV2Model",
+        "pooler_output",
+        "image",
+        dict(image_size=64, depth_multiplier=0.35),
+    ),
+    (
+        "hf_mobilevit",
+        "MobileViTConfig",
+        "MobileViTModel",
+        "pooler_output",
+        "image",
+        dict(image_size=64, hidden_sizes=[32, 48, 64], neck_hidden_sizes=[16, 16, 24, 24, 32, 32, 64]),
+    ),
+    ("hf_levit", "LevitConfig", "LevitModel", "last_hidden_state", "image", dict(image_size=64)),
+    ("hf_poolformer", "PoolFormerConfig", "PoolFormerModel", "last_hidden_state", "image", STAGES),
+    ("hf_bit", "BitConfig", "BitModel", "pooler_output", "image", dict(STAGES, embedding_size=32, num_groups=8)),
+    (
+        "hf_pvt_v2",
+        "PvtV2Config",
+        "PvtV2Model",
+        "last_hidden_state",
+        "image",
+        dict(hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], num_attention_heads=[1, 1, 2, 4]),
+    ),
+]
+"""(name, config class, model class, output field, inputs, config arguments)."""
+
+
+def specs() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"name": m, "lib": "timm", "model": m, "size": 64} for m in TIMM]
+    out += [{"name": m, "lib": "timm", "model": m, "size": 224} for m in TIMM_AT_224]
+    out += [{"name": m, "lib": "timm", "model": m, "size": 64, "kw": {"img_size": 64}} for m in TIMM_RESIZED]
+    size = {"sequencer2d_s": 64, "resmlp_12_224": 64, "gmlp_s16_224": 64}
+    for m in TIMM_FEATURES:
+        kw: dict[str, Any] = {"num_classes": 0, **({"img_size": 64} if m in size else {})}
+        out.append({"name": m, "lib": "timm", "model": m, "size": size.get(m, 224), "kw": kw})
+    for name, config, model, field, inputs, kw in HF:
+        seq = {"tokens": 16, "image": 64, "audio": 1600}[inputs]
+        out.append(
+            {
+                "name": name,
+                "lib": "transformers",
+                "config": config,
+                "model": model,
+                "field": field,
+                "inputs": inputs,
+                "seq": seq,
+                "kw": kw,
+            }
+        )
+    return out
+
+
+def check_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """Build, compile and compare one model (in this process)."""
+    import copy
+
+    import torch
+
+    import dnnc
+    from dnnc.models import zoo
+
+    if spec["lib"] == "timm":
+        from tests.zoo.torchvision_standin import import_timm
+
+        import_timm()
+        model, inputs = zoo.timm_model(spec["model"], batch=1, size=spec["size"], **spec.get("kw", {}))
+    else:
+        model, inputs = zoo.hf_model(
+            spec["config"], spec["model"], 1, spec["seq"], spec["field"], inputs=spec["inputs"], **spec["kw"]
+        )
+    compiled = dnnc.compile(model, inputs, device="cpu")
+    got = _first(compiled(*inputs), None)
+    with torch.no_grad():
+        eager = _first(model(*inputs), spec.get("field"))
+        wide = copy.deepcopy(model).double()
+        exact = _first(wide(*[x.double() if x.is_floating_point() else x for x in inputs]), spec.get("field"))
+
+    def rel(a: torch.Tensor) -> float:
+        return float((a.double() - exact).norm() / max(float(exact.norm()), 1e-30))
+
+    err, eager_err = rel(got), rel(eager)
+    bound = max(2 * eager_err, 1e-4)
+    status = "ok" if err <= bound else "mismatch"
+    if float(exact.norm()) < 1e-6:
+        status = "degenerate"  # the random model's output vanishes: nothing to compare
+    return {"status": status, "err": err, "eager_f32_err": eager_err, "norm": float(exact.norm())}
+
+
+def _first(out: Any, field: str | None) -> Any:
+    """The compared tensor: ``field`` of a model output, else its first tensor."""
+    import torch
+
+    if field is not None and hasattr(out, field):
+        return getattr(out, field)
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, dict):
+        out = list(out.values())
+    return _first(out[0], None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="JSON lines, one per model")
+    parser.add_argument("--only", default="", help="comma-separated names")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a spec, run in this process
+    args = parser.parse_args()
+    if args.one:
+        spec = json.loads(args.one)
+        started = time.perf_counter()
+        try:
+            result = check_one(spec)
+        except Exception as e:  # the verdict names what stopped the model
+            lines = str(e).strip().splitlines()
+            result = {"status": "error", "error": type(e).__name__, "message": " | ".join(lines[:4])[:600]}
+        print(json.dumps({"name": spec["name"], **result, "seconds": round(time.perf_counter() - started, 1)}))
+        return
+    only = {n for n in args.only.split(",") if n}
+    out = args.out.open("w") if args.out else None
+    for spec in specs():
+        if only and spec["name"] not in only:
+            continue
+        try:
+            done = subprocess.run(
+                [sys.executable, __file__, "--one", json.dumps(spec)],
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+                cwd=ROOT,
+            )
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            line = lines[-1] if lines else json.dumps({"name": spec["name"], "status": "crash", "message": done.stderr[-600:]})
+        except subprocess.TimeoutExpired:
+            line = json.dumps({"name": spec["name"], "status": "timeout", "seconds": args.timeout})
+        print(line, flush=True)
+        if out is not None:
+            out.write(line + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()
