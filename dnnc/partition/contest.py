@@ -114,7 +114,7 @@ def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> 
             entry["program_ms"] = built.ms if built is not None else None
             if built is not None and (fastest is None or built.ms < fastest[1].ms):
                 fastest = (name, built)  # the one it beats goes back to the allocator
-            del built
+            del built  # a slower one is not kept while the next contender is built
         report[name] = entry
     if fastest is None:
         return next(iter(contenders)), report, None
