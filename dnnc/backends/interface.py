@@ -70,6 +70,36 @@ class BuildContext:
 
 
 @dataclass(frozen=True)
+class SpecChoice:
+    """What a tuning spec's decision may say about one backend's kernel beyond choosing
+    the backend (a cuDNN plan, a Triton config), and how dnnc reads, checks, prints and
+    applies it. Specs, ``dnnc tune`` and the partitioner reach a decision's particulars
+    only through this, so a backend brings its own spec fields with it.
+
+    A choice is the decision table of the spec file without ``backend``: a mapping of
+    the fields in ``keys`` (absent fields left out)."""
+
+    library: str
+    """The ``versions`` key of the library whose releases the choice holds for."""
+    keys: tuple[str, ...]
+    """The fields a decision for this backend may carry, in the order they are written."""
+    problem: Callable[[Mapping[str, Any]], tuple[str, str] | None]
+    """The first field of a choice read from a file that is wrong, and what is wrong
+    (the message names the field as ``decision.<field>``), or None."""
+    describe: Callable[[Mapping[str, Any]], str]
+    """The choice in a few words, for reports (after the backend's name)."""
+    of_kernel: Callable[[Operation, Any], Mapping[str, Any] | None]
+    """The choice that reproduces the kernel built for a top-level op (None when the op
+    was not built: what a spec put on it, if anything); None: nothing known to write."""
+    holds_for: Callable[[Mapping[str, Any], str], str | None]
+    """The library versions (PEP 440 range) a choice made with the given installed
+    version holds for; None: any version (a bare choice of the backend)."""
+    applied: Callable[[Mapping[str, Any]], Any]
+    """What the backend builds the chosen kernel from (the partitioner carries it to
+    the kernel): a plan, a config; None when the choice names none."""
+
+
+@dataclass(frozen=True)
 class KernelBackend:
     """One backend as the executor and the artifact see it."""
 
@@ -92,6 +122,8 @@ class KernelBackend:
     """Group the tcp ops other backends gave back in a module, as this backend's ops."""
     gpu_only: bool = False
     """Off a GPU its ops run through their reference rules (torch ops)."""
+    spec: SpecChoice | None = None
+    """What a tuning spec may choose for its kernels; None: specs do not choose it."""
 
 
 GROUP_BACKEND_ATTR = "backend"

@@ -148,13 +148,14 @@ def apply_specs(candidates: Sequence[Candidate], resolved: Resolved) -> Applied:
                     dropped.add(id(c))
                     continue
                 c.spec = own.source
-                c.spec_plan = plan_json(own)
+                c.spec_plan = own.decision.applied
                 if isinstance(own.provenance.get("measured_ms"), int | float):
                     c.measured_ms = float(own.provenance["measured_ms"])
         else:
             dropped |= {id(c) for c in cands}
-            if record.decision.config:
-                applied.configs[root] = dict(record.decision.config)
+            config = record.decision.applied
+            if config:
+                applied.configs[root] = config
     applied.candidates = [c for c in candidates if id(c) not in dropped]
     applied.complete = bool(roots) and set(roots) <= set(applied.by_root)
     return applied
@@ -164,15 +165,6 @@ def _first_record_for(records: Sequence[Record], c: Candidate) -> Record | None:
     """The first record that puts exactly this prefix on its backend, if any."""
     facts = facts_of(c)
     return next((r for r in records if r.decision.backend == c.backend and r.matcher.matches(facts)), None)
-
-
-def plan_json(record: Record) -> str | None:
-    """The plan JSON (cuDNN's ``PlanRecord``) of a library decision with an engine or tag, else None."""
-    d = record.decision
-    if role_of(d.backend) is not Role.LIBRARY or (d.engine is None and d.tag is None):
-        return None
-    engine = d.engine if d.engine is not None else int(str(d.tag).split("_")[0].removeprefix("eng"))
-    return json.dumps({"engine": engine, "knobs": dict(d.knobs), "name": d.tag or "", "ms": None, "timed": 0})
 
 
 def mark_configs(configs: dict[Operation, dict[str, int]], ops: dict[Operation, Operation] | None = None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from dnnc.backends import cudnn, triton
-from dnnc.backends.interface import KernelBackend
+from dnnc.backends.interface import KernelBackend, SpecChoice
 from dnnc.kernels.kernel_backend import USER_KERNELS
 
 KERNEL_BACKENDS: tuple[KernelBackend, ...] = (cudnn.KERNEL_BACKEND, triton.KERNEL_BACKEND, USER_KERNELS)
@@ -22,3 +22,9 @@ def backend_of(op: Operation) -> KernelBackend | None:
 def recording_backends() -> list[KernelBackend]:
     """The backends whose kernels an artifact records, one member each."""
     return [b for b in KERNEL_BACKENDS if b.parse_records is not None]
+
+
+def spec_choices() -> dict[str, SpecChoice]:
+    """Backend name -> what a tuning spec may choose for its kernels, for the backends a
+    spec can choose, in table order."""
+    return {b.name: b.spec for b in KERNEL_BACKENDS if b.spec is not None}

@@ -28,15 +28,17 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from dnnc.backends.triton import config_problem
 from dnnc.errors import DnncError
+from dnnc.runtime.kernel_backends import spec_choices
 from dnnc.specs.match import Matcher, parse_matcher
 
 SCHEMA = 1
 LAYER_NAMES = ("user", "project", "sku", "arch", "generic")
 MODES = ("append", "replace", "disable")
-BACKENDS = ("cudnn", "triton")
-LIBRARIES = ("cudnn", "triton")
+CHOICES = spec_choices()
+"""Backend name -> what a decision for it may say (the backends a spec can choose)."""
+LIBRARIES = tuple(dict.fromkeys(c.library for c in CHOICES.values()))
+"""The libraries a record's ``versions`` may name."""
 
 
 class SpecError(DnncError):
@@ -54,16 +56,18 @@ class Target:
 @dataclass(frozen=True)
 class Decision:
     backend: str
-    engine: int | None = None
-    knobs: Mapping[str, int] = field(default_factory=dict)
-    tag: str | None = None
-    config: Mapping[str, int] = field(default_factory=dict)
+    choice: Mapping[str, Any] = field(default_factory=dict)
+    """The decision's other fields, as the backend's ``SpecChoice`` reads them (a plan,
+    a config); empty: the backend alone is chosen."""
 
     def describe(self) -> str:
-        """``cudnn <tag or engine id>`` or ``triton KEY=VALUE,...``, for reports."""
-        if self.backend == "triton":
-            return "triton " + ",".join(f"{k}={v}" for k, v in self.config.items())
-        return f"cudnn {self.tag or self.engine}"
+        """The backend and its choice in a few words (``cudnn eng32_k2=2``), for reports."""
+        return f"{self.backend} {CHOICES[self.backend].describe(self.choice)}".strip()
+
+    @property
+    def applied(self) -> Any:
+        """What the backend builds the chosen kernel from (a plan, a config), or None."""
+        return CHOICES[self.backend].applied(self.choice)
 
 
 @dataclass(frozen=True)
@@ -192,29 +196,19 @@ def _record(entry: Any, where: str, default: Target, at: _Locator) -> Record:
 
 def _decision(table: Mapping[str, Any], label: str, at: _Locator) -> Decision:
     backend = table.get("backend")
-    if backend not in BACKENDS:
-        raise SpecError(f"{at.key('backend')}: {label}: decision.backend = {backend!r}: expected one of {', '.join(BACKENDS)}")
-    allowed = {"backend", "engine", "knobs", "tag"} if backend == "cudnn" else {"backend", "config"}
-    extra = set(table) - allowed
+    if backend not in CHOICES:
+        raise SpecError(f"{at.key('backend')}: {label}: decision.backend = {backend!r}: expected one of {', '.join(CHOICES)}")
+    spec = CHOICES[backend]
+    extra = set(table) - {"backend", *spec.keys}
     if extra:
         key = sorted(extra)[0]
         raise SpecError(f"{at.key(key)}: {label}: decision.{key} does not apply to backend {backend!r}")
-    engine, knobs, tag = table.get("engine"), table.get("knobs", {}), table.get("tag")
-    if engine is not None and (not isinstance(engine, int) or isinstance(engine, bool) or engine < 0):
-        raise SpecError(f"{at.key('engine')}: {label}: decision.engine is a cuDNN engine id (an integer >= 0)")
-    if not isinstance(knobs, dict) or any(not isinstance(v, int) or isinstance(v, bool) for v in knobs.values()):
-        raise SpecError(f"{at.key('knobs')}: {label}: decision.knobs maps knob names to integers")
-    if tag is not None and not re.fullmatch(r"eng\d+(_k\d+=-?\d+)*", str(tag)):
-        raise SpecError(f"{at.key('tag')}: {label}: decision.tag {tag!r} is not a cuDNN engine tag like 'eng32_k2=2_k6=3'")
-    config = table.get("config", {})
-    if backend == "triton":
-        if not isinstance(config, dict) or not config:
-            raise SpecError(f"{at.key('config')}: {label}: a Triton decision needs a config table")
-        for key, value in config.items():
-            problem = config_problem(key, value)
-            if problem:
-                raise SpecError(f"{at.key(key)}: {label}: decision.config.{key}: {problem}")
-    return Decision(backend, engine, dict(knobs), tag, dict(config))
+    choice = {k: table[k] for k in spec.keys if k in table}
+    problem = spec.problem(choice)
+    if problem is not None:
+        key, message = problem
+        raise SpecError(f"{at.key(key)}: {label}: {message}")
+    return Decision(backend, choice)
 
 
 def _target(table: Any, where: str) -> Target:

@@ -27,15 +27,7 @@ def library_toml(
             table["target"] = target
         if r.versions:
             table["versions"] = {k: str(v) for k, v in r.versions.items()}
-        d = r.decision
-        decision: dict[str, Any] = {"backend": d.backend}
-        if d.backend == "cudnn":
-            decision |= {k: v for k, v in (("engine", d.engine), ("tag", d.tag)) if v is not None}
-            if d.knobs:
-                decision["knobs"] = dict(d.knobs)
-        elif d.config:
-            decision["config"] = dict(d.config)
-        table["decision"] = decision
+        table["decision"] = {"backend": r.decision.backend, **{k: v for k, v in r.decision.choice.items() if v not in (None, {})}}
         table["provenance"] = {**r.provenance, **(provenance(r) if provenance else {})}
         lines += [f"{key} = {_value(value)}" for key, value in table.items()]
     return "\n".join(lines) + "\n"

@@ -14,8 +14,6 @@ Sites with identical facts that were decided differently cannot both be written
 from __future__ import annotations
 
 import datetime as dt
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,15 +22,13 @@ from packaging.specifiers import SpecifierSet
 from xdsl.ir import Operation
 
 from dnnc.errors import DnncError
-from dnnc.ir import cudnn
 from dnnc.ir.program import Program
 from dnnc.partition.spec_apply import only_specs
 from dnnc.partition.spec_facts import marked_sites
-from dnnc.specs.format import Decision, Record, Target
+from dnnc.runtime.kernel_backends import backend_of
+from dnnc.specs.format import CHOICES, LIBRARIES, Decision, Record, Target
 from dnnc.specs.match import GroupFacts, parse_matcher
 from dnnc.specs.write import library_toml
-
-_TAG = re.compile(r"eng\d+(_k\d+=-?\d+)*")
 
 
 @dataclass(frozen=True)
@@ -43,28 +39,25 @@ class BuiltSite:
     group: int
     """Its group in the decision record."""
     decision: Decision | None
-    """None: a Triton group whose config is not known (not built here)."""
+    """None: nothing known to write (a generated kernel not built here)."""
     kernel_ms: float | None = None
     """The chosen plan's or config's own time where it was tuned, else None."""
+    backend: str = ""
+    """The backend that took the site."""
 
 
 def built_sites(program: Program, kernels: Mapping[Operation, Any] | None = None) -> list[BuiltSite]:
     """The marked sites of ``program`` in program order; ``kernels``: the built kernel
-    of each op (a cuDNN kernel's plan or a Triton kernel's config is the decision). A
-    cuDNN graph without a built kernel has the plan a tuning spec put on it, if any."""
+    of each op. The backend that takes the op reads its decision off the kernel (a
+    cuDNN plan, a Triton config); an op without a kernel has what a spec put on it."""
     found: list[BuiltSite] = []
     for op, facts, group in marked_sites(program):
         kernel = (kernels or {}).get(op)
-        if isinstance(op, cudnn.GraphOp):
-            if kernel is not None:
-                plan = (kernel.record() or {}).get("plan")
-            else:
-                plan = json.loads(op.plan.data) if op.plan is not None else None
-            found.append(BuiltSite(facts, group, _cudnn_decision(plan), (plan or {}).get("ms")))
-        else:
-            config = dict(getattr(kernel, "config", None) or {})
-            decision = Decision("triton", config=config) if config else None
-            found.append(BuiltSite(facts, group, decision, getattr(kernel, "tuned_ms", None)))
+        backend = backend_of(op)
+        assert backend is not None and backend.spec is not None, f"a site on {op.name}, which no spec can choose"
+        choice = backend.spec.of_kernel(op, kernel)
+        decision = Decision(backend.name, choice) if choice is not None else None
+        found.append(BuiltSite(facts, group, decision, getattr(kernel, "tuned_ms", None), backend.name))
     return found
 
 
@@ -73,21 +66,13 @@ def sites_of(compiled: Any) -> list[BuiltSite]:
     return built_sites(compiled.program, compiled.kernels())
 
 
-def _cudnn_decision(plan: Mapping[str, Any] | None) -> Decision:
-    if plan is None:
-        return Decision("cudnn")
-    tag = plan.get("name") or None
-    knobs = {str(k): int(v) for k, v in (plan.get("knobs") or {}).items()}
-    return Decision("cudnn", int(plan["engine"]), knobs, tag if tag and _TAG.fullmatch(tag) else None)
-
-
 @dataclass
 class Tuned:
     records: list[Record]
     conflicts: list[str] = field(default_factory=list)
     """Sites whose facts equal an earlier site's but whose decision differs."""
     skipped: list[str] = field(default_factory=list)
-    """Sites with no decision to write (a Triton config not known)."""
+    """Sites with no decision to write (a generated kernel not built here)."""
     sites: int = 0
 
 
@@ -107,7 +92,7 @@ def records_from(
     for site in sites:
         label = _label(site.facts)
         if site.decision is None:
-            tuned.skipped.append(f"{label}: a Triton group built elsewhere (no config known)")
+            tuned.skipped.append(f"{label}: a {site.backend or 'kernel'} group not built here (no choice known to write)")
             continue
         matcher = parse_matcher(_match_table(site.facts))
         key = matcher.describe()
@@ -144,18 +129,13 @@ def _match_table(facts: GroupFacts) -> dict[str, object]:
 
 
 def _ranges(decision: Decision, versions: Mapping[str, str]) -> dict[str, SpecifierSet]:
-    """Engine ids and knobs hold within one cuDNN minor release; configs within one
-    Triton major release; a bare backend choice for any version."""
-    if decision.backend == "cudnn" and decision.engine is None:
-        return {}
-    library = decision.backend
-    found = versions.get(library)
-    if not found:
-        return {}
-    major, minor = ([int(p) for p in re.findall(r"\d+", found)[:2]] + [0])[:2]
-    if library == "cudnn":
-        return {"cudnn": SpecifierSet(f">={major}.{minor},<{major}.{minor + 1}")}
-    return {"triton": SpecifierSet(f">={major}.0,<{major + 1}")}
+    """The installed release range of the library the choice depends on (a cuDNN plan:
+    one minor release; a Triton config: one major release); none for a bare choice of
+    the backend."""
+    spec = CHOICES[decision.backend]
+    found = versions.get(spec.library)
+    held = spec.holds_for(decision.choice, found) if found else None
+    return {spec.library: SpecifierSet(held)} if held else {}
 
 
 def _times(site: BuiltSite, group: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,7 +172,7 @@ def default_provenance(device: str, versions: Mapping[str, str | None]) -> dict[
         "dnnc": __version__,
         "device": device,
         "date": dt.date.today().isoformat(),
-        **{k: v for k, v in versions.items() if k in ("cudnn", "triton") and v},
+        **{k: v for k, v in versions.items() if k in LIBRARIES and v},
     }
 
 
@@ -282,7 +262,7 @@ def decision_differences(tuned: Sequence[BuiltSite], applied: Sequence[BuiltSite
     def described(sites: Sequence[BuiltSite]) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
         for s in sites:
-            out.setdefault(_label(s.facts), set()).add(s.decision.describe() if s.decision else "triton (config unknown)")
+            out.setdefault(_label(s.facts), set()).add(s.decision.describe() if s.decision else f"{s.backend} (choice unknown)")
         return out
 
     a, b = described(tuned), described(applied)

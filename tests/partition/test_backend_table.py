@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dnnc.backends.interface import SpecChoice
 from dnnc.ir import tcp
 from dnnc.partition import backends as table
 from dnnc.partition.backends import BACKENDS, ChoosableBackend
@@ -20,8 +21,8 @@ from dnnc.runtime.kernel_backends import KERNEL_BACKENDS
 from tests.partition.test_partition_cpu import block_program
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dnnc"
-TABLE_READERS = ["partition", "runtime", "artifact", "pipeline.py", "api.py", "loading.py", "compiled.py"]
-"""Where backends are chosen, built, recorded and loaded: over the tables, never by name."""
+TABLE_READERS = ["partition", "runtime", "artifact", "specs", "tuning", "pipeline.py", "api.py", "loading.py", "compiled.py"]
+"""Where backends are chosen, built, recorded, loaded and tuned: over the tables, never by name."""
 
 
 def _name_comparisons(path: Path, names: set[str]) -> list[str]:
@@ -90,3 +91,41 @@ def test_policies_filter_by_role() -> None:
     assert policy_candidates(every, "auto") == every
     assert policy_candidates(every, "cudnn-only") == [lib, lib_epilogue, gen_epilogue, fixed, view]
     assert policy_candidates(every, "triton-only") == [gen_root, gen_epilogue, fixed, view]
+
+
+MINE = SpecChoice(
+    library="cudnn",
+    keys=("kernel",),
+    problem=lambda c: None if isinstance(c.get("kernel"), str) else ("kernel", "decision.kernel names one of mylib's kernels"),
+    describe=lambda c: c["kernel"],
+    of_kernel=lambda op, kernel: {"kernel": kernel.name} if kernel is not None else {},
+    holds_for=lambda c, version: None,
+    applied=lambda c: c["kernel"],
+)
+RECORD = """\
+schema = 1
+
+[[record]]
+match = { kind = "matmul", dtype = ["f16"] }
+decision = { backend = "mylib", kernel = %s }
+"""
+
+
+def test_a_spec_speaks_for_any_backend_through_its_spec_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend with a ``SpecChoice`` is chosen, checked, described, applied and
+    written back by specs without a line of spec code naming it."""
+    from dnnc.specs import format as spec_format
+    from dnnc.specs import parse_library
+    from dnnc.specs.format import Decision, SpecError
+    from dnnc.specs.write import library_toml
+
+    monkeypatch.setitem(spec_format.CHOICES, "mylib", MINE)
+    (record,) = parse_library(RECORD % '"mm_128x64"', "mine.toml").records
+    assert record.decision == Decision("mylib", {"kernel": "mm_128x64"})
+    assert record.decision.describe() == "mylib mm_128x64" and record.decision.applied == "mm_128x64"
+    (again,) = parse_library(library_toml([record]), "again.toml").records
+    assert again.decision == record.decision
+    with pytest.raises(SpecError, match=r"bad.toml:5: record: decision.kernel names one of mylib's kernels"):
+        parse_library(RECORD % "7", "bad.toml")
+    with pytest.raises(SpecError, match=r"decision.config does not apply to backend 'mylib'"):
+        parse_library((RECORD % '"k"').replace("kernel =", "config = { BLOCK = 64 }, kernel ="), "bad.toml")

@@ -160,4 +160,4 @@ def test_shipped_libraries_take_the_lowest_layers(tmp_path: Path) -> None:
         ("arch", "sm_90.toml"),
     ]
     resolved = resolve(libraries, Device("sm_90", "NVIDIA H100 80GB HBM3"))
-    assert [r.decision.engine for r in resolved.records] == [4, 3, 2, 1]
+    assert [r.decision.choice["engine"] for r in resolved.records] == [4, 3, 2, 1]

@@ -40,8 +40,10 @@ def test_a_library_parses_into_typed_records() -> None:
     stem, late = lib.records
     assert lib.mode == "append" and lib.layer is None
     assert stem.source == "ex.toml:5" and late.source == "ex.toml:12"
-    assert stem.decision.engine == 32 and stem.decision.knobs == {"TILE_SIZE": 2} and stem.target.arch == "sm_90"
-    assert late.decision.config["BLOCK_M"] == 64 and stem.provenance["measured_ms"] == 0.021
+    assert (
+        stem.decision.choice["engine"] == 32 and stem.decision.choice["knobs"] == {"TILE_SIZE": 2} and stem.target.arch == "sm_90"
+    )
+    assert late.decision.choice["config"]["BLOCK_M"] == 64 and stem.provenance["measured_ms"] == 0.021
     assert stem.matcher.matches(STEM) and not stem.matcher.matches(LATE)
     assert late.matcher.matches(LATE) and not late.matcher.matches(STEM)
 

@@ -63,7 +63,7 @@ def _built(policy: str, spec: Path | None = None):
     kernels = {}
     for op in program.entry.body.block.ops:
         if isinstance(op, cudnn.GraphOp) and op.plan is None:
-            op.plan = StringAttr(json.dumps(PLAN))
+            kernels[op] = SimpleNamespace(record=lambda: {"plan": PLAN}, tuned_ms=PLAN["ms"])
         if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton":
             config = spec_or_candidates(GroupInfo.of(op))[0]
             kernels[op] = SimpleNamespace(config=config, tuned_ms=0.004)
@@ -86,7 +86,10 @@ def test_cudnn_sites_become_records_that_reproduce_the_decisions(tmp_path: Path)
     assert [s.facts.kind for s in cudnn_sites] == ["conv", "conv_bias_add", "matmul_bias"], (
         "the stem, the residual conv, the head"
     )
-    assert all(s.decision == Decision("cudnn", 5, {"SPLIT_K": 1}, "eng5_k3=1") and s.kernel_ms == 0.0123 for s in cudnn_sites)
+    assert all(
+        s.decision == Decision("cudnn", {"engine": 5, "tag": "eng5_k3=1", "knobs": {"SPLIT_K": 1}}) and s.kernel_ms == 0.0123
+        for s in cudnn_sites
+    )
     (library,) = load_library(path)
     assert len(library.records) == len({(s.facts.kind, s.facts.dtype, str(s.facts.shapes)) for s in sites})
     first = library.records[0]
@@ -116,13 +119,13 @@ def test_triton_sites_carry_their_config(tmp_path: Path) -> None:
     assert again["specs"]["complete"] and compare_groups(record, again).same
     convs = [GroupInfo.of(op) for op in applied.entry.body.block.ops if isinstance(op, tcp.IsolatedGroupOp)]
     spec_configs = {json.dumps(spec_or_candidates(info)[0], sort_keys=True) for info in convs if info.kind == "conv2d"}
-    tuned_configs = {json.dumps(s.decision.config, sort_keys=True) for s in sites if s.facts.kind == "conv"}
+    tuned_configs = {json.dumps(s.decision.choice["config"], sort_keys=True) for s in sites if s.facts.kind == "conv"}
     assert spec_configs == tuned_configs
 
 
 def test_identical_sites_decided_differently_are_reported() -> None:
     facts = GroupFacts("conv_bias_relu", "f16", {"input": (1, 64, 56, 56), "weight": (64, 64, 3, 3), "output": (1, 64, 56, 56)})
-    a, b = Decision("cudnn", 1, {}, None), Decision("cudnn", 2, {}, None)
+    a, b = Decision("cudnn", {"engine": 1}), Decision("cudnn", {"engine": 2})
     tuned = records_from(
         [BuiltSite(facts, 0, a), BuiltSite(facts, 1, a), BuiltSite(facts, 2, b), BuiltSite(facts, 3, None)],
         None,
@@ -135,7 +138,7 @@ def test_identical_sites_decided_differently_are_reported() -> None:
         "conv_bias_relu f16 input 1x64x56x56 weight 64x64x3x3 output 1x64x56x56 (group 2) was tuned to cudnn 2, "
         "but an identical group to cudnn 1; the spec keeps the first"
     ]
-    assert tuned.skipped and "no config known" in tuned.skipped[0]
+    assert tuned.skipped and "no choice known" in tuned.skipped[0]
     assert not tuned.records[0].versions, "no installed version known: no range"
 
 

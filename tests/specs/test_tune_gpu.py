@@ -27,7 +27,7 @@ def test_a_tuned_spec_reproduces_the_measured_compile(tmp_path: Path) -> None:
     tuned = run.tuned
     assert run.compiled.program.metadata["decisions"]["measured"], "tuning measures"
     assert tuned.records and not tuned.skipped, tuned.skipped
-    assert all(r.decision.engine is not None or r.decision.config for r in tuned.records), "plans and configs, not just backends"
+    assert all(r.decision.choice for r in tuned.records), "plans and configs, not just backends"
     assert all(r.target.arch == run.device.arch for r in tuned.records)
     spec = tmp_path / "tuned.toml"
     spec.write_text(tuning.spec_text(tuned, "block", run.device.name))

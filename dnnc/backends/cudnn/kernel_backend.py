@@ -17,6 +17,7 @@ from typing import Any
 from xdsl.ir import Operation
 
 from dnnc import knobs
+from dnnc.backends.cudnn.spec_choice import CUDNN_SPEC
 from dnnc.backends.interface import GROUP_KIND_ATTR, BuildContext, GroupKernel, KernelBackend, group_attr
 from dnnc.errors import ArtifactError, ArtifactWarning, BackendUnavailable
 from dnnc.ir import cudnn
@@ -97,4 +98,5 @@ CUDNN = KernelBackend(
     no_kernel=_no_kernel(),
     parse_records=parse_records,
     give_back=_give_back,
+    spec=CUDNN_SPEC,
 )

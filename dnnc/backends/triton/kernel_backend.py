@@ -24,6 +24,7 @@ from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.marking import is_triton_group
 from dnnc.backends.triton.skeleton import gathers
+from dnnc.backends.triton.spec_choice import TRITON_SPEC
 from dnnc.errors import ArtifactError, ArtifactWarning
 
 _SOURCE_FIELDS = ("kind", "name", "text", "signature", "grid", "options")
@@ -142,4 +143,5 @@ TRITON = KernelBackend(
     no_kernel=(Exception,),  # any failure to generate or compile: the group runs as torch ops
     parse_records=parse_records,
     regroup=_regroup,
+    spec=TRITON_SPEC,
 )
