@@ -11,6 +11,8 @@
 #   gpu-smoke  the gpu tests of what changes most (the executor and its backends, artifacts,
 #              the partitioner's contest, specs, user kernels, the small models): a few
 #              minutes, so a break shows before the whole suite runs
+#   gpu-rest   the gpu tests that neither gpu-smoke nor zoo-gpu runs (with both: the whole
+#              GPU suite, in three calls that each fit the device's per-call limit)
 #   zoo-gpu    the zoo's and its families' gpu tests, $ZOO_TEST_WORKERS (1) at a time
 #              ($PYTEST_ARGS picks, e.g. "tests/zoo -k convnext")
 #   One at a time because compiles sharing the GPU slow each other down many times over:
@@ -53,6 +55,9 @@ for name in ("triton", "xdsl", "safetensors", "numpy", "click", "rich", "nvidia-
 PY
 } 2>&1 | tee "$OUT/environment.txt"
 
+SMOKE_TESTS="tests/runtime/test_artifact_gpu.py tests/runtime/test_gpu_models.py tests/partition/test_partition_gpu.py
+  tests/backends/cudnn/test_cudnn_gpu.py tests/backends/triton/test_index_check.py tests/kernels/test_user_kernels_gpu.py
+  tests/specs/test_tune_gpu.py tests/specs/test_legality.py"
 steps=${*:-tests gpu-tests bench}
 status=0
 for step in $steps; do
@@ -67,10 +72,14 @@ for step in $steps; do
       python3 -m pytest -n "$workers" -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     gpu-smoke)
+      # shellcheck disable=SC2086
       python3 -m pytest -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=15 \
-        tests/runtime/test_artifact_gpu.py tests/runtime/test_gpu_models.py tests/partition/test_partition_gpu.py \
-        tests/backends/cudnn/test_cudnn_gpu.py tests/backends/triton/test_index_check.py tests/kernels/test_user_kernels_gpu.py \
-        tests/specs/test_tune_gpu.py tests/specs/test_legality.py 2>&1 | tee "$OUT/gpu-smoke.log" | tail -40
+        $SMOKE_TESTS 2>&1 | tee "$OUT/gpu-smoke.log" | tail -40
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
+    gpu-rest)
+      # shellcheck disable=SC2086
+      python3 -m pytest -q -p no:cacheprovider -p scripts.pytest_live -m gpu -rfE --durations=15 \
+        $(printf -- '--ignore=%s ' $SMOKE_TESTS tests/zoo) tests 2>&1 | tee "$OUT/gpu-rest.log" | tail -40
       [ "${PIPESTATUS[0]}" = 0 ] || status=1 ;;
     zoo-gpu)
       workers=${ZOO_TEST_WORKERS:-1}
