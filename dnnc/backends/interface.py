@@ -89,8 +89,9 @@ class SpecChoice:
     describe: Callable[[Mapping[str, Any]], str]
     """The choice in a few words, for reports (after the backend's name)."""
     of_kernel: Callable[[Operation, Any], Mapping[str, Any] | None]
-    """The choice that reproduces the kernel built for a top-level op (None when the op
-    was not built: what a spec put on it, if anything); None: nothing known to write."""
+    """The choice that reproduces the kernel built for a top-level op; given no kernel
+    (the op was not built here), what a spec put on the op, if anything. None: nothing
+    known to write."""
     holds_for: Callable[[Mapping[str, Any], str], str | None]
     """The library versions (PEP 440 range) a choice made with the given installed
     version holds for; None: any version (a bare choice of the backend)."""
