@@ -3,13 +3,14 @@ per-dtype tolerances (``dnnc.numerics``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 
 from dnnc.numerics import GPU_TOLERANCE, TOLERANCE, mismatch, relative_error
 
-__all__ = ["TOLERANCE", "assert_all_match", "assert_matches", "relative_error"]
+__all__ = ["TOLERANCE", "assert_all_match", "assert_matches", "relative_error", "tf32"]
 
 
 def assert_matches(
@@ -28,3 +29,17 @@ def assert_all_match(actual: object, expected: object, dtype: torch.dtype | None
     assert isinstance(actual, Sequence) and isinstance(expected, Sequence) and len(actual) == len(expected)
     for i, (a, e) in enumerate(zip(actual, expected)):
         assert_matches(a, e, dtype, what=f"output {i}")
+
+
+@contextmanager
+def tf32(enabled: bool) -> Iterator[None]:
+    """PyTorch's float32 convolutions and matmuls on TF32 tensor cores or not, for the
+    block, restored after it: the flags are process-wide, and a test that left them off
+    made every later eager reference in its process exact IEEE float32."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = cudnn.allow_tf32, matmul.allow_tf32
+    cudnn.allow_tf32 = matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = saved

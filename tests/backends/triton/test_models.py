@@ -17,7 +17,7 @@ from dnnc.backends.triton.ops import PRODUCT_ANCHORS
 from dnnc.ir import tcp
 from dnnc.pipeline import run_passes
 from tests.backends.triton.helpers import run_with_triton
-from tests.numerics import assert_matches
+from tests.numerics import assert_matches, tf32
 
 MODELS = {"gpt2_block": {"layer_norm": 3, "softmax": 1, "pointwise": 6}, "vit_block": {"layer_norm": 3, "softmax": 1}}
 
@@ -59,10 +59,8 @@ def test_block_matches_reference_on_interpreter(canonical_models, name: str) -> 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", list(MODELS))
 def test_block_matches_eager_on_gpu(canonical_models, name: str) -> None:
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     program, model, inputs = _fused(canonical_models, name)
-    with torch.no_grad():
+    with torch.no_grad(), tf32(False):
         expected = model.to("cuda")(*[x.to("cuda") for x in inputs])
     expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
     actual, launched = run_with_triton(program, inputs, "cuda")
