@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import InputError
 from dnnc.ir.program import Program
@@ -64,6 +64,7 @@ class CompiledModule:
             from dnnc.runtime.gpu_executor import GpuExecutor
 
             started = time.perf_counter()
+            progress.stage("gpu-build")
             self._executor: ReferenceExecutor | GpuExecutor = (
                 executor if executor is not None else GpuExecutor(program, "cuda", recorded)
             )

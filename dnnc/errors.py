@@ -47,6 +47,13 @@ class BackendUnavailable(DnncError):
     """A backend's library or device is missing (e.g. the cuDNN frontend on a CPU machine)."""
 
 
+class LibraryRefusal(DnncError):
+    """A library's definite answer that it has no kernel for a graph: the same graph,
+    library version and GPU always get it (cuDNN with no engine for a grouped
+    convolution's fused graph), so it is a fact to remember, unlike a failure (a plan
+    that ran out of memory while timed)."""
+
+
 class ArtifactError(DnncError):
     """A ``.dnnc`` artifact that is missing, truncated, corrupt, of another schema
     version, or built for a target it cannot run on here."""

@@ -43,15 +43,14 @@ class Knobs:
     cudnn_attention: bool = False
     """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
     its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
-    partition: Partition = "greedy"
-    """How GPU groups are chosen: ``greedy`` outlines every cuDNN pattern, then fuses the
-    rest with Triton (no pricing); ``auto`` prices candidate groups per backend (measured on
+    partition: Partition = "auto"
+    """How GPU groups are chosen: ``auto`` prices candidate groups per backend (measured on
     the GPU), takes the cheapest cover and checks it against the single-backend programs as
     whole programs; ``cudnn-only`` / ``triton-only`` restrict that cover to one backend's
-    convolutions and matmuls. ``greedy`` stays the default while ``auto`` compiles far
-    longer: on an H100 ``auto`` is never slower than the better single backend and runs
-    the GPT-2 block 30% faster than greedy, but a cold ResNet-50 compile takes 35-70 s
-    (BENCHMARKS.md). (DNNC_PARTITION)"""
+    convolutions and matmuls; ``greedy`` outlines every cuDNN pattern, then fuses the rest
+    with Triton, without pricing. ``auto`` is never slower than the better single backend
+    on the suite (BENCHMARKS.md); its cold compiles take longer than ``greedy``'s.
+    (DNNC_PARTITION)"""
     measure: bool = True
     """On a GPU, time candidate groups for the partitioner (cached by content); off
     prices them by the roofline estimate alone. (DNNC_MEASURE)"""

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch.export import ExportedProgram
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.errors import DnncError
 from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
 from dnnc.ir.program import Program
@@ -25,9 +25,9 @@ __all__ = ["CANONICALIZE", "CUDNN_STAGE", "PARTITIONED", "STAGES", "CompileRepor
 
 
 def gpu_stages(backends: Sequence[str]) -> list[str]:
-    """The GPU lowering stages for the backends asked for. ``greedy`` (the default
-    ``knobs.partition``) runs each backend's stage in order; a priced policy (``auto``,
-    ``cudnn-only``, ``triton-only``) lets one ``partition`` decide for the whole graph. cuDNN is skipped
+    """The GPU lowering stages for the backends asked for. A priced policy (``auto``, the
+    default ``knobs.partition``, ``cudnn-only``, ``triton-only``) lets one ``partition``
+    decide for the whole graph; ``greedy`` runs each backend's stage in order. cuDNN is skipped
     (and that said once) where the frontend is not installed; attention goes to
     cuDNN only when ``knobs.cudnn_attention`` asks for it."""
     from dnnc.partition.backends import BACKENDS
@@ -76,6 +76,7 @@ def run_stage(program: Program, stage: str, report: CompileReport | None = None)
     program's module and parameters (lowered by ``PARTITIONED``) and returns its
     executor instead of lowering again; every other stage returns None."""
     started = time.perf_counter()
+    progress.stage(stage)
     executor = None
     if stage.startswith(PARTITION_STAGE):
         from dnnc.partition.decide import decide
@@ -98,6 +99,7 @@ def run_stage(program: Program, stage: str, report: CompileReport | None = None)
 
 def export_model(model: torch.nn.Module, example_inputs: Sequence[Any], report: CompileReport) -> ExportedProgram:
     started = time.perf_counter()
+    progress.stage("export")
     ep = export(model, example_inputs)
     report.add("export", started, None)
     return ep

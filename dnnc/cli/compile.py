@@ -6,19 +6,22 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 import torch
+from rich.markup import escape
 from rich.table import Table
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.cli.common import STABLEHLO_SUFFIXES, console, load_model, model_options, user_errors
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program, params_path_for
 from dnnc.ir.types import describe
 from dnnc.numerics import Verdict
+from dnnc.terminal import print_plain
 
 
 @click.command("compile")
@@ -36,7 +39,7 @@ from dnnc.numerics import Verdict
     "--partition",
     type=click.Choice(["greedy", "auto", "cudnn-only", "triton-only"]),
     default=None,
-    help="How GPU groups are chosen (default: DNNC_PARTITION, else greedy); see dnnc explain.",
+    help="How GPU groups are chosen (default: DNNC_PARTITION, else auto); see dnnc explain.",
 )
 @click.option(
     "--tuning-spec",
@@ -84,8 +87,7 @@ def compile_command(
             started = time.perf_counter()
             module, inputs, name = load_model(model, factory_args, dtype, batch)
         console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
-        with console.status(f"compiling {name} (export, canonicalize, lower, build kernels)"):
-            compiled = dnnc.compile(module, inputs, device=device)
+        compiled = _compile_showing_progress(name, lambda: dnnc.compile(module, inputs, device=device))
     output = output or Path(f"{name}.mlir")
     with console.status(f"writing {output}"):
         compiled.save(output)
@@ -107,14 +109,50 @@ def _compile_stablehlo(path: Path, output: Path | None, device: str | None, chec
         program = import_stablehlo(path)
     console.print(f"[dim]imported {path} in {time.perf_counter() - started:.2f} s[/dim]")
     reference = Program(program.module.clone(), ParamStore(program.params))
-    with console.status(f"compiling {path.name}"):
-        compiled = compile_program(program, device=device)
+    compiled = _compile_showing_progress(path.name, lambda: compile_program(program, device=device))
     output = output or path.with_suffix(".dnnc")
     with console.status(f"writing {output}"):
         compiled.save(output)
     print_summary(compiled, output)
     if check:
         report_check(check_against_reference(compiled, reference))
+
+
+def _compile_showing_progress(name: str, compile_it: Callable[[], Any]) -> Any:
+    """Compile with one status line on a terminal (stage, candidates timed, kernels
+    built), then say in one line what the compile did and decided."""
+    started = time.perf_counter()
+    with (
+        console.status(f"compiling {escape(name)}") as status,
+        progress.watching(lambda p: status.update(f"compiling {escape(name)}: {escape(p.line())}")) as counts,
+    ):
+        compiled = compile_it()
+    done = [f"compiled {name} in {time.perf_counter() - started:.1f} s"]
+    if counts.to_time:
+        done.append(f"{counts.timed} candidate groups timed")
+    if counts.kernels:
+        done.append(f"{counts.kernels} kernels built")
+    print_plain(console, ", ".join(done))
+    decided = decisions_line(compiled.program.metadata.get("decisions"))
+    if decided:
+        print_plain(console, decided)
+    return compiled
+
+
+def decisions_line(record: Any) -> str | None:
+    """The partitioner's decision in one line (``dnnc explain`` gives the detail)."""
+    if not isinstance(record, dict) or not record.get("groups"):
+        return None
+    groups = Counter(g["backend"] for g in record["groups"])
+    shown = ", ".join(f"{n} {b}" for b, n in sorted(groups.items()))
+    line = f"partition {record.get('policy', '?')}: {shown} groups"
+    programs = record.get("programs")
+    if isinstance(programs, dict) and programs.get("winner"):
+        timed = {k: c.get("program_ms") for k, c in programs.get("contenders", {}).items() if c.get("program_ms")}
+        against = ", ".join(f"{k} {ms:.3f} ms" for k, ms in timed.items())
+        cached = " (from the cache)" if programs.get("cached") else ""
+        line += f"; whole programs: {programs['winner']} won{cached}" + (f" ({against})" if against else "")
+    return line + "; dnnc explain for why"
 
 
 def print_summary(compiled: Any, output: Path) -> None:

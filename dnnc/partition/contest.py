@@ -25,6 +25,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+from dnnc import progress
 from dnnc.cache import ContentCache, content_key
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
@@ -110,6 +111,7 @@ def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> 
         if predicted > MARGIN * cheapest:
             entry["skipped"] = f"predicted over {MARGIN}x the cheapest cover"
         else:
+            progress.stage(f"gpu-partition: timing {name}'s whole program")
             built = build_and_time(program, build)
             entry["program_ms"] = built.ms if built is not None else None
             if built is not None and (fastest is None or built.ms < fastest[1].ms):

@@ -8,7 +8,11 @@ candidate's own kernels (the layout transposes at its boundary are left out: in
 the full program they cancel between cuDNN graphs or fuse into Triton kernels)
 on fresh random inputs, by CUDA-graph replay. Times are cached by content:
 dnnc, torch, Triton and cuDNN versions, the GPU, the autotune setting and the
-group's text; only successful measurements are stored.
+group's text; only successful measurements are stored. A library's definite
+refusal of a group (``LibraryRefusal``: cuDNN with no engine for it) is stored
+too, keyed the same way without the autotune setting: it is the library's answer
+for that group on that GPU and version, not a failed attempt, and pricing drops
+such a group before it is offered again (``known_refusal``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ _CACHE = ContentCache("measured")
 
 class NotLowered(DnncError):
     """The candidate's backend does not take it once lowered alone."""
+
+
+class NotBuilt(DnncError):
+    """The candidate's backend built no kernel for it alone (it would fall back)."""
 
 
 def lower_alone(candidate: Candidate, params: Any) -> Program:
@@ -80,15 +88,38 @@ def remember_lowers(candidate: Candidate, text: str) -> None:
     _LOWERS.put_json(lowering_key(candidate, text), True)
 
 
+_REFUSALS = ContentCache("library-refusals")
+"""Groups a library answered it has no kernel for, with its reason, by ``refusal_key``."""
+
+
+def _here() -> dict[str, Any]:
+    """The versions and, on a GPU machine, the GPU: what a library's answer holds for."""
+    return environment(0 if torch.cuda.is_available() else None)
+
+
+def refusal_key(candidate: Candidate, text: str, here: dict[str, Any]) -> str:
+    return content_key({**here, "backend": candidate.backend, "kind": candidate.kind, "text": text})
+
+
+def known_refusal(candidate: Candidate, text: str) -> str | None:
+    """Why the candidate's library has no kernel for it on this GPU, if it said so before."""
+    here = _here()
+    if "gpu" not in here:
+        return None
+    hit = _REFUSALS.get_json(refusal_key(candidate, text, here))
+    return str(hit["reason"]) if isinstance(hit, dict) and "reason" in hit else None
+
+
 def timing_environment() -> dict[str, Any]:
     """What a measured time depends on besides the program: dnnc and library
     versions, the GPU and the autotune setting."""
     return {**environment(0 if torch.cuda.is_available() else None), "autotune": knobs.get().autotune}
 
 
-def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float | None:
-    """Median ms of the candidate's kernels, or None if its backend fell back; stored
-    in the cache (the caller looked there first, ``cached_ms``).
+def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float:
+    """Median ms of the candidate's kernels, stored in the cache (the caller looked there
+    first, ``cached_ms``); raises ``NotBuilt`` if its backend built no kernel for it,
+    remembering a library's definite refusal (``known_refusal``).
     ``program``: the candidate lowered alone; ``text``: its extracted text (the cache key)."""
     from dnnc.runtime.gpu_executor import GpuExecutor
     from dnnc.runtime.profile import random_inputs, step_buffers
@@ -96,11 +127,15 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
 
     executor = GpuExecutor(program, device)
     if executor.fallbacks:
-        log.info("partition: %s fell back when built alone: %s", candidate.label, executor.fallbacks[0].reason)
-        return None
+        first = executor.fallbacks[0]
+        log.info("partition: %s fell back when built alone: %s", candidate.label, first.reason)
+        why = f"{candidate.backend} has no kernel for it here: {first.reason.splitlines()[0][:200]}"
+        if all(f.settled for f in executor.fallbacks):
+            _REFUSALS.put_json(refusal_key(candidate, text, _here()), {"reason": why})
+        raise NotBuilt(why)
     mine = [s for s in executor.steps if s.backend == candidate.backend and s.kernel is not None]
     if not mine:
-        return None
+        raise NotBuilt(f"{candidate.backend} runs none of it when built alone")
     launches = step_buffers(executor, random_inputs(executor))
     chosen = [(s, ins, outs) for s, ins, outs in launches if s in mine]
     ms = device_time_ms(lambda: [s.kernel.launch(ins, outs) for s, ins, outs in chosen])  # type: ignore[union-attr]

@@ -33,7 +33,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.errors import PassError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
@@ -122,6 +122,7 @@ class Partition(ParamPass):
             recost(priced, pricing)  # times the specs recorded price their groups and calibrate the estimates
         preds = node_preds(nodes)
         if measured:
+            progress.stage("gpu-partition: timing candidate groups")
             priced = measure_what_matters(preds, priced, params, pricing)
         return Priced(nodes, preds, priced, pricing, peaks.name, measured, applied, specs)
 

@@ -26,13 +26,13 @@ from typing import Any
 
 import torch
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.errors import DnncError
 from dnnc.partition import memo
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate, Role
 from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
-from dnnc.partition.measure import cached_ms, known_to_lower, remember_lowers, time_alone
+from dnnc.partition.measure import NotBuilt, cached_ms, known_refusal, known_to_lower, remember_lowers, time_alone
 
 log = logging.getLogger("dnnc.partition")
 
@@ -49,7 +49,8 @@ class PricingReport:
 
 def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tuple[list[Candidate], PricingReport]:
     """Estimate every candidate and lower each distinct library one (cuDNN's) alone; the ones
-    that do not lower are dropped. Costs are the estimates until ``measure``."""
+    that do not lower, or that the library said before it has no kernel for on this GPU
+    (``measure.known_refusal``), are dropped. Costs are the estimates until ``measure``."""
     started = time.perf_counter()
     report = PricingReport()
     lowered: dict[tuple[str, str, str], str | None] = {}
@@ -73,7 +74,8 @@ def price(candidates: Sequence[Candidate], params: Any, peaks: GpuPeaks) -> tupl
 
 Times = dict[tuple[str, str, str], float | str]
 """Measured ms, or why a group cannot run, per distinct group: one compile's memo (the
-on-disk cache keeps successes across compiles; failures are retried next compile)."""
+on-disk caches keep times and libraries' refusals across compiles; other failures are
+retried next compile)."""
 
 
 def measure(
@@ -92,6 +94,7 @@ def measure(
             if c.measured_ms is None and not c.fixed and c.spec is None and c.backend in BACKENDS:
                 pending.setdefault(identity(c, params), c)
         lowered = {}
+        progress.add(to_time=sum(1 for key in pending if key not in times))
         for key, c in pending.items():
             if key in times:
                 continue
@@ -99,16 +102,19 @@ def measure(
             if hit is not None:  # measured by an earlier compile: not lowered again
                 times[key] = hit
                 report.measured += 1
+                progress.add(timed=1)
                 continue
             try:
                 lowered[key] = memo.current().lowered(c, params)
             except DnncError as e:
                 times[key] = str(e)
+                progress.add(timed=1)
         _precompile(lowered.values(), device)
         for key, program in lowered.items():
             times[key] = _time(pending[key], program, device, report)
+            progress.add(timed=1)
     failed: set[int] = set()
-    for c in chosen:
+    for c in {id(c): c for c in chosen}.values():  # a group in several policies' covers is reported once
         outcome = times.get(identity(c, params)) if c.measured_ms is None else None
         if isinstance(outcome, str):
             report.dropped.append(f"{c.label} ({outcome})")
@@ -141,6 +147,9 @@ def identity(c: Candidate, params: Any) -> tuple[str, str, str]:
 
 def _lowering_problem(c: Candidate, params: Any, report: PricingReport) -> str | None:
     text = identity(c, params)[2]
+    refused = known_refusal(c, text)
+    if refused is not None:
+        return refused
     if not known_to_lower(c, text):
         try:
             memo.current().lowered(c, params)
@@ -155,11 +164,11 @@ def _time(c: Candidate, program: Any, device: torch.device, report: PricingRepor
     try:
         assert c.identity is not None, "identity() names every candidate of a round"
         ms = time_alone(c, program, device, c.identity[2])
+    except NotBuilt as e:
+        return str(e)
     except Exception as e:  # a candidate that breaks while timing is not a choice
         log.info("partition: timing %s failed: %s: %s", c.label, type(e).__name__, e)
         return f"{type(e).__name__} while timing"
-    if ms is None:
-        return "its backend fell back when built alone"
     report.measured += 1
     return ms
 

@@ -31,9 +31,10 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
+from dnnc import progress
 from dnnc.backends.interface import GROUP_KIND_ATTR, BuildContext, GroupKernel, KernelBackend, Recorded, group_attr
 from dnnc.backends.reference import Value, execute
-from dnnc.errors import ArtifactError
+from dnnc.errors import ArtifactError, LibraryRefusal
 from dnnc.ir import extern, tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
@@ -88,6 +89,16 @@ class Fallback:
     reason: str
     runs_as: str = "torch"
     """What runs the group instead: ``triton`` (a cuDNN graph raised to tcp) or ``torch``."""
+    settled: bool = False
+    """The library's definite answer for this graph here (``LibraryRefusal``), not a failure."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a backend built no kernel for an op."""
+
+    reason: str
+    settled: bool
 
 
 Allocate = Callable[[int, "Step"], list[torch.Tensor]]
@@ -156,21 +167,23 @@ class GpuExecutor:
             return Step(op, "torch")
         return Step(op, backend.name, kernel, [(shape_of(r), torch_dtype(element_of(r))) for r in op.results])
 
-    def _build(self, backend: KernelBackend, op: Operation) -> tuple[GroupKernel | None, str | None]:
+    def _build(self, backend: KernelBackend, op: Operation) -> tuple[GroupKernel | None, Refusal | None]:
         """The op's kernel, or None and why the backend has none."""
         try:
-            return backend.build(op, self.ordinals.get(op), self.context), None
+            kernel = backend.build(op, self.ordinals.get(op), self.context)
         except ArtifactError:  # a changed artifact is refused, not worked around
             raise
         except backend.no_kernel as e:
-            return None, _reason(e, backend)
+            return None, Refusal(_reason(e, backend), isinstance(e, LibraryRefusal))
+        progress.add(kernels=1)
+        return kernel, None
 
     def _build_givers(self) -> dict[Operation, GroupKernel | None]:
         """The kernels of backends that give back what they cannot build, built first:
         the ops they give back become tcp ops, which the backends that regroup take
         (fused into Triton groups) before the rest is built."""
         built: dict[Operation, GroupKernel | None] = {}  # None: tried, not built
-        refused: list[tuple[Operation, KernelBackend, str]] = []
+        refused: list[tuple[Operation, KernelBackend, Refusal]] = []
         for op in list(self.block.ops):
             backend = backend_of(op)
             if backend is not None and backend.give_back is not None:
@@ -178,32 +191,32 @@ class GpuExecutor:
                 if refusal is not None:
                     refused.append((op, backend, refusal))
         given = False
-        for op, backend, reason in refused:
+        for op, backend, refusal in refused:
             assert backend.give_back is not None
             kind = group_attr(op, GROUP_KIND_ATTR) or op.name
             try:
                 backend.give_back(op)
             except Exception as e:
-                self._fell_back(op, backend.name, f"{reason} (and it has no tcp form here: {e})")
+                self._fell_back(op, backend.name, Refusal(f"{refusal.reason} (and it has no tcp form here: {e})", False))
                 continue
             given = True
-            self._fell_back(op, backend.name, reason, runs_as=_REGROUPED_BY, kind=kind)
+            self._fell_back(op, backend.name, refusal, runs_as=_REGROUPED_BY, kind=kind)
         if given:
             for backend in KERNEL_BACKENDS:
                 if backend.regroup is not None:
                     backend.regroup(self.program.module)
         return built
 
-    def _fell_back(self, op: Operation, backend: str, reason: str, runs_as: str = "torch", kind: str | None = None) -> None:
+    def _fell_back(self, op: Operation, backend: str, refusal: Refusal, runs_as: str = "torch", kind: str | None = None) -> None:
+        """Kept in ``fallbacks`` and logged at info level: an executor built to price a
+        candidate or a contending program says nothing; the compiled program's own
+        fallbacks are said once, by ``announce``."""
         kind = kind or group_attr(op, GROUP_KIND_ATTR) or op.name
-        self.fallbacks.append(Fallback(kind, backend, reason, runs_as))
-        # cuDNN's reasons carry every engine's refusal: one line here, all of it in the debug log
-        head = reason.splitlines()[0] if reason else ""
-        short = head if len(head) <= 200 else head[:200] + "..."
-        instead = "torch ops" if runs_as == "torch" else f"generated {runs_as} kernels"
-        log.warning("dnnc: %s group %s runs as %s instead: %s", backend, kind, instead, short)
-        if short != reason:
-            log.debug("dnnc: %s group %s: %s", backend, kind, reason)
+        fallback = Fallback(kind, backend, refusal.reason, runs_as, refusal.settled)
+        self.fallbacks.append(fallback)
+        log.info("dnnc: %s", _fallback_line(fallback))
+        if refusal.reason != _first_line(refusal.reason):
+            log.debug("dnnc: %s group %s: %s", backend, kind, refusal.reason)
 
     @torch.inference_mode()
     def run(
@@ -246,6 +259,9 @@ class GpuExecutor:
         }
 
     def announce(self) -> None:
+        """Say, once per process, each fallback of this program and the ops left to torch."""
+        for fallback in self.fallbacks:
+            say_once(f"dnnc: {_fallback_line(fallback)}")
         s = self.summary()
         if s["torch_ops"]:
             ops = ", ".join(f"{n}x {k}" for k, n in sorted(s["torch_ops"].items()))
@@ -254,6 +270,17 @@ class GpuExecutor:
 
 _REGROUPED_BY = next((b.name for b in KERNEL_BACKENDS if b.regroup is not None), "torch")
 """What runs the ops a backend gives back."""
+
+
+def _first_line(reason: str) -> str:
+    """cuDNN's reasons carry every engine's refusal: the first line, at most 200 characters."""
+    head = reason.splitlines()[0] if reason else ""
+    return head if len(head) <= 200 else head[:200] + "..."
+
+
+def _fallback_line(fallback: Fallback) -> str:
+    instead = "torch ops" if fallback.runs_as == "torch" else f"generated {fallback.runs_as} kernels"
+    return f"{fallback.backend} group {fallback.kind} runs as {instead} instead: {_first_line(fallback.reason)}"
 
 
 def _reason(error: Exception, backend: KernelBackend) -> str:

@@ -70,7 +70,13 @@ def test_compile_writes_ir_and_params_and_checks(model_file: Path, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert out.is_file() and out.with_suffix(".safetensors").is_file()
     assert "tcp.batch_norm" not in out.read_text() and "tcp.conv2d" in out.read_text()
-    for expected in ("signature: 2x3x6x6xf32 -> 2x5xf32", "tcp.conv2d", "matches PyTorch eager", "CPU reference"):
+    for expected in (
+        "compiled tiny in",
+        "signature: 2x3x6x6xf32 -> 2x5xf32",
+        "tcp.conv2d",
+        "matches PyTorch eager",
+        "CPU reference",
+    ):
         assert expected in result.output
     assert {p.name for p in (tmp_path / "stages").iterdir()} == {"imported.mlir", "canonical.mlir"}
     assert "tcp.batch_norm" in (tmp_path / "stages" / "imported.mlir").read_text()

@@ -31,7 +31,7 @@ from dnnc import knobs
 from dnnc.backends.cudnn.signature import graph_signature
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.cache import ContentCache, content_key, environment
-from dnnc.errors import BackendUnavailable, DnncError
+from dnnc.errors import BackendUnavailable, DnncError, LibraryRefusal
 from dnnc.ir import cudnn as dialect
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import element_of, shape_of, torch_dtype
@@ -53,6 +53,12 @@ without being captured and replayed (see ``device_time_ms``)."""
 
 class GraphUnsupported(DnncError):
     """cuDNN cannot run this graph here (no engine, or a node it rejects)."""
+
+
+class NoEngine(GraphUnsupported, LibraryRefusal):
+    """cuDNN (this version, on this GPU) rejects the graph or builds no plan for it:
+    asking again gets the same answer. Raised before any plan is run, so a plan that
+    fails while timed (out of memory, say) is never taken for one."""
 
 
 def load_frontend() -> Any:
@@ -79,7 +85,7 @@ def _data_type(cudnn: Any, element: Any) -> Any:
     dtype = torch_dtype(element)
     table = {torch.float16: cudnn.data_type.HALF, torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float32: cudnn.data_type.FLOAT}
     if dtype not in table:
-        raise GraphUnsupported(f"element type {dtype} has no cuDNN graph data type here")
+        raise NoEngine(f"element type {dtype} has no cuDNN graph data type here")
     return table[dtype]
 
 
@@ -191,7 +197,7 @@ class _Builder:
             )
             out = g.sdpa(q=args[0], k=args[1], v=args[2], generate_stats=False, attn_scale=float(scalar(node.scale)), **kwargs)
             return out[0] if isinstance(out, (tuple, list)) else out
-        raise GraphUnsupported(f"{node.name} has no frontend translation yet")
+        raise NoEngine(f"{node.name} has no frontend translation yet")
 
 
 class CudnnGraphKernel:
@@ -299,20 +305,25 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
     with it the first ``MAX_TIMED_PLANS`` that build are timed on fresh inputs (only
     those are built: building every plan cuDNN lists costs seconds per graph)."""
     cudnn = load_frontend()
-    b = _front(op, handle)
-    g = b.graph
-    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    g.check_support()
+    try:  # host-side queries of the library: a refusal here is its answer for this graph
+        b = _front(op, handle)
+        g = b.graph
+        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        g.check_support()
+    except GraphUnsupported:
+        raise
+    except Exception as e:
+        raise NoEngine(f"{type(e).__name__}: {e}") from None
     count = g.get_execution_plan_count()
     if count == 0:
-        raise GraphUnsupported("cuDNN has no execution plan for this graph")
+        raise NoEngine("cuDNN has no execution plan for this graph")
     tune = knobs.get().autotune
     pack = uids = None
     if tune:
         ins, outs = _random_buffers(op, device)
         pack = (*ins, *outs, *(t for _, t in b.extra))
         uids = (*b.uids, *(u for u, _ in b.extra))
-    best, best_ms, timed = None, None, 0
+    best, best_ms, timed, built = None, None, 0, 0
     what = _describe(op)
     for i in range(count):
         started = time.perf_counter()
@@ -321,6 +332,7 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
         except Exception as e:  # unsupported here: the next one
             log.debug("cudnn: %s: plan %d does not build: %s", what, i, e)
             continue
+        built += 1
         built_s = time.perf_counter() - started
         if not tune:
             best = i
@@ -341,6 +353,8 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
             best, best_ms = i, ms
         if timed >= MAX_TIMED_PLANS:
             break
+    if best is None and not built:
+        raise NoEngine(f"none of cuDNN's {count} execution plans for this graph builds")
     if best is None:
         raise GraphUnsupported("no execution plan of this graph built and ran")
     engine, knob_map = g.get_engine_and_knobs_at_index(best)
