@@ -1,15 +1,17 @@
 """How long a whole compile takes, cold and warm, and where the cold one spends it.
 
     python bench/compile_time.py --timm mobilenetv2_100,ghostnet_100 [--size 64 --batch 2]
-    python bench/compile_time.py --workloads resnet50-b32 --dtype float16 --out DIR
+    python bench/compile_time.py --workloads resnet50-b32 --dtype float16 --policies auto,greedy --out DIR
 
-Each model compiles twice with the default settings: *cold*, in this process with an
-empty cache directory (every cuDNN plan tuned, every Triton kernel compiled, every
-partition candidate timed), then *warm*, in a fresh process reading that cache (what a
-user's second run pays). The cold compile is profiled: its stages (``CompileReport``)
-and the functions of dnnc, Triton and cuDNN's frontend that took the most time, with
-their call counts (how many kernels were compiled, plans built, candidates timed).
-Writes one JSON per run under ``--out`` (default ``bench/results/``).
+Each model compiles twice per partition policy (``--policies``, default: the default
+policy alone): *cold*, in a fresh process with an empty cache directory (every cuDNN plan
+tuned, every Triton kernel compiled, every partition candidate timed), then *warm*, in a
+fresh process reading that cache (what a user's second run pays). The warm compile saves
+an artifact, and a third process loads it and makes its first call (``load_s``: what a
+server pays at start). The cold compile is profiled: its stages (``CompileReport``) and
+the functions of dnnc, Triton and cuDNN's frontend that took the most time, with their
+call counts (how many kernels were compiled, plans built, candidates timed). Writes one
+JSON per run under ``--out`` (default ``bench/results/``).
 """
 
 from __future__ import annotations
@@ -97,12 +99,29 @@ def cold(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def warm(spec: str, args: argparse.Namespace, cache: Path) -> float:
-    """The compile time in a new process that finds the cold compile's cache."""
-    command = [sys.executable, __file__, "--warm-only", spec, *_shared(args)]
-    env = {**os.environ, "DNNC_CACHE_DIR": str(cache)}
+def warm(spec: str, args: argparse.Namespace, cache: Path, policy: str) -> tuple[float, float]:
+    """The compile time in a new process that finds the cold compile's cache, and the
+    time a third process takes to load the artifact that compile saved and call it once."""
+    artifact = cache / "warm.dnnc"
+    env = {**os.environ, "DNNC_CACHE_DIR": str(cache), "DNNC_PARTITION": policy}
+    command = [sys.executable, __file__, "--warm-only", spec, "--save", str(artifact), *_shared(args)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return float(done.stdout.strip().splitlines()[-1])
+    compile_s = float(done.stdout.strip().splitlines()[-1])
+    command = [sys.executable, __file__, "--load-only", str(artifact), "--warm-only", spec, *_shared(args)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return compile_s, float(done.stdout.strip().splitlines()[-1])
+
+
+def load_once(artifact: Path, spec: str, args: argparse.Namespace) -> float:
+    """``dnnc.load`` and a first call (a CUDA graph captured), from import on."""
+    _, inputs = build(spec, args.batch, args.size, getattr(torch, args.dtype), args.device)
+    started = time.perf_counter()
+    loaded = dnnc.load(artifact)
+    with torch.no_grad():
+        loaded(*inputs)
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
 
 
 def _shared(args: argparse.Namespace) -> list[str]:
@@ -127,11 +146,24 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--policies", default=knobs.get().partition, help="partition policies, comma-separated")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--cold-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warm-only", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--save", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--load-only", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_only:
+        print(json.dumps(cold(args.cold_only, args)))
+        return
+    if args.load_only:
+        print(load_once(args.load_only, args.warm_only, args))
+        return
     if args.warm_only:
-        print(compile_once(args.warm_only, args)[0])
+        seconds, compiled = compile_once(args.warm_only, args)
+        if args.save is not None:
+            compiled.save(args.save)
+        print(seconds)
         return
     specs = [f"timm:{n}" for n in args.timm.split(",") if n] + [w for w in args.workloads.split(",") if w]
     if not specs:
@@ -144,16 +176,24 @@ def main() -> None:
     device = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({platform.processor() or platform.machine()})"
     results = []
     for spec in specs:
-        with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as cache:
-            with knobs.override(cache_dir=Path(cache)):
-                row = {"model": spec, **cold(spec, args)}
-            row["warm_s"] = round(warm(spec, args, Path(cache)), 2)
-        results.append(row)
-        print(f"{spec:32s} cold {row['cold_s']:8.2f} s   warm {row['warm_s']:7.2f} s   steps {row['steps']}", flush=True)
-        for stage in row["stages"]:
-            print(f"    {stage['name']:40s} {stage['seconds']:8.2f} s")
-        for fn in row["profile"][:12]:
-            print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
+        for policy in args.policies.split(","):
+            with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as cache:
+                env = {**os.environ, "DNNC_CACHE_DIR": cache, "DNNC_PARTITION": policy}
+                command = [sys.executable, __file__, "--cold-only", spec, *_shared(args)]
+                done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                row = {"model": spec, "policy": policy, **json.loads(done.stdout.strip().splitlines()[-1])}
+                warm_s, load_s = warm(spec, args, Path(cache), policy)
+                row |= {"warm_s": round(warm_s, 2), "load_s": round(load_s, 2)}
+            results.append(row)
+            print(
+                f"{spec:32s} {policy:12s} cold {row['cold_s']:8.2f} s   warm {row['warm_s']:7.2f} s   "
+                f"load {row['load_s']:6.2f} s   steps {row['steps']}",
+                flush=True,
+            )
+            for stage in row["stages"]:
+                print(f"    {stage['name']:40s} {stage['seconds']:8.2f} s")
+            for fn in row["profile"][:12]:
+                print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
     today = dt.date.today().isoformat()
     record = {
         "date": today,

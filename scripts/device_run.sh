@@ -22,8 +22,9 @@
 #   cores / workers Triton compile processes.
 #   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
-#   compile-time  cold and warm whole compiles, the cold one profiled (bench/compile_time.py;
-#              $COMPILE_TIMM: timm models at 64x64, batch 2; $COMPILE_WORKLOADS: bench workloads)
+#   compile-time  cold and warm whole compiles and the artifact's load, the cold one profiled
+#              (bench/compile_time.py; $COMPILE_TIMM: timm models at 64x64, batch 2;
+#              $COMPILE_WORKLOADS: bench workloads; $COMPILE_POLICIES: auto,greedy)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -95,7 +96,7 @@ for step in $steps; do
       done ;;
     compile-time)
       python3 bench/compile_time.py --timm "${COMPILE_TIMM:-mobilenetv2_100,ghostnet_100,tf_efficientnet_b0}" \
-        --workloads "${COMPILE_WORKLOADS:-}" --out "$OUT" 2>&1 | tee "$OUT/compile-time.log" || status=1 ;;
+        --workloads "${COMPILE_WORKLOADS:-}" --policies "${COMPILE_POLICIES:-auto,greedy}" --out "$OUT" 2>&1 | tee "$OUT/compile-time.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
