@@ -121,6 +121,10 @@ class KernelBackend:
     when it cannot."""
     regroup: Callable[[Any], None] | None = None
     """Group the tcp ops other backends gave back in a module, as this backend's ops."""
+    precompile: Callable[[Sequence[Operation], Any], None] | None = None
+    """Given top-level ops (of one program or several) and the device: compile their
+    kernels side by side, so that building them one by one finds them compiled. Only
+    at compile time: an artifact's load builds from its records."""
     gpu_only: bool = False
     """Off a GPU its ops run through their reference rules (torch ops)."""
     spec: SpecChoice | None = None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from xdsl.ir import Operation
 
@@ -36,9 +35,6 @@ class ChoosableBackend:
     """Given the lowered program's top-level ops: why the group is not this backend's."""
     marks_fixed: bool
     """Whether a group the program already holds (``Candidate.fixed``) is marked again."""
-    precompile: Callable[[Sequence[Operation], Any], None] | None = None
-    """Given lowered programs' top-level ops and the device: build their kernels side by
-    side ahead of timing them one by one."""
     available: Callable[[], bool] = lambda: True
     """Whether this machine can build the backend's kernels (its library installed)."""
     first_stages: Callable[[], Sequence[str]] = lambda: ()
@@ -58,7 +54,6 @@ BACKENDS: dict[str, ChoosableBackend] = {
         TRITON_STAGE,
         triton.not_lowered,
         marks_fixed=True,
-        precompile=triton.precompile_lowered,
     ),
     "cudnn": ChoosableBackend(
         "cudnn",

@@ -125,7 +125,7 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
     from dnnc.runtime.profile import random_inputs, step_buffers
     from dnnc.timing import device_time_ms
 
-    executor = GpuExecutor(program, device)
+    executor = GpuExecutor(program, device, precompile=False)  # its round compiled the kernels ahead
     if executor.fallbacks:
         first = executor.fallbacks[0]
         log.info("partition: %s fell back when built alone: %s", candidate.label, first.reason)

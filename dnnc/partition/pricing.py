@@ -129,14 +129,9 @@ def measure(
 
 def _precompile(programs: Iterable[Any], device: torch.device) -> None:
     """Every kernel the round will build, compiled side by side where its backend can."""
-    ops = [op for program in programs for op in program.entry.body.block.ops]
-    for backend in BACKENDS.values():
-        if backend.precompile is None:
-            continue
-        try:
-            backend.precompile(ops, device)
-        except Exception as e:  # only costs time: each kernel compiles when it is built
-            log.info("partition: compiling the round's %s kernels ahead failed: %s: %s", backend.name, type(e).__name__, e)
+    from dnnc.runtime.kernel_backends import precompile
+
+    precompile([op for program in programs for op in program.entry.body.block.ops], device)
 
 
 def identity(c: Candidate, params: Any) -> tuple[str, str, str]:

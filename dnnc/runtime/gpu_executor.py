@@ -42,6 +42,7 @@ from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
 from dnnc.runtime.index_check import IndexCheck
 from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of
+from dnnc.runtime.kernel_backends import precompile as precompile_kernels
 
 log = logging.getLogger("dnnc.gpu")
 
@@ -108,8 +109,12 @@ AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
 
 
 class GpuExecutor:
-    def __init__(self, program: Program, device: torch.device | str = "cuda", recorded: Recorded | None = None):
-        """``recorded``: an artifact's kernel records, rebuilt without tuning; None tunes."""
+    def __init__(
+        self, program: Program, device: torch.device | str = "cuda", recorded: Recorded | None = None, precompile: bool = True
+    ):
+        """``recorded``: an artifact's kernel records, rebuilt without tuning; None tunes.
+        ``precompile``: at compile time, compile every kernel side by side before building
+        them one by one (off where the caller compiled them ahead already)."""
         self.program = program
         self.device = torch.device(device)
         self.context = BuildContext(self.device, recorded, program.base_dir)
@@ -130,6 +135,8 @@ class GpuExecutor:
         built = self._build_givers()
         if recorded is None:
             self.ordinals = _ordinals(self.block)
+            if precompile:
+                precompile_kernels([op for op in self.block.ops if op not in built], self.device)
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
                 break

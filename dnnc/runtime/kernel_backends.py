@@ -5,11 +5,17 @@ this table; what is particular to a backend stays in its package."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+from typing import Any
+
 from xdsl.ir import Operation
 
 from dnnc.backends import cudnn, triton
 from dnnc.backends.interface import KernelBackend, SpecChoice
 from dnnc.kernels.kernel_backend import USER_KERNELS
+
+log = logging.getLogger("dnnc.gpu")
 
 KERNEL_BACKENDS: tuple[KernelBackend, ...] = (cudnn.KERNEL_BACKEND, triton.KERNEL_BACKEND, USER_KERNELS)
 
@@ -17,6 +23,19 @@ KERNEL_BACKENDS: tuple[KernelBackend, ...] = (cudnn.KERNEL_BACKEND, triton.KERNE
 def backend_of(op: Operation) -> KernelBackend | None:
     """The backend that takes a top-level op, or None (a view, or a torch op)."""
     return next((b for b in KERNEL_BACKENDS if b.takes(op)), None)
+
+
+def precompile(ops: Sequence[Operation], device: Any) -> None:
+    """Compile side by side the kernels of ``ops`` that their backends can compile ahead
+    (``KernelBackend.precompile``); a failure only costs time, each kernel then compiles
+    when it is built."""
+    for backend in KERNEL_BACKENDS:
+        if backend.precompile is None:
+            continue
+        try:
+            backend.precompile(ops, device)
+        except Exception as e:
+            log.info("dnnc: compiling the %s kernels ahead failed: %s: %s", backend.name, type(e).__name__, e)
 
 
 def recording_backends() -> list[KernelBackend]:

@@ -22,7 +22,7 @@ from dnnc import knobs
 from dnnc.backends.interface import BuildContext, GroupKernel, KernelBackend
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
-from dnnc.backends.triton.marking import is_triton_group
+from dnnc.backends.triton.marking import is_triton_group, precompile_lowered
 from dnnc.backends.triton.skeleton import gathers
 from dnnc.backends.triton.spec_choice import TRITON_SPEC
 from dnnc.errors import ArtifactError, ArtifactWarning
@@ -143,5 +143,6 @@ TRITON = KernelBackend(
     no_kernel=(Exception,),  # any failure to generate or compile: the group runs as torch ops
     parse_records=parse_records,
     regroup=_regroup,
+    precompile=precompile_lowered,
     spec=TRITON_SPEC,
 )
