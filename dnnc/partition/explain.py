@@ -31,6 +31,8 @@ def explain_lines(record: Mapping[str, Any], alternatives: bool = True) -> Itera
         f"  candidates {t['candidates']}, lowered alone {t['unique_lowered']}, measured {t['measured']}, "
         f"dropped {len(t['dropped'])}, search states {t['search_states']}, pricing {t['pricing_s']:.2f} s"
     )
+    if t.get("search", "exact") != "exact":
+        yield f"  cover searched {t['search']}"
     programs = record.get("programs")
     if programs:
         yield f"whole programs on the GPU (the fastest is realized: {programs['winner']}):"

@@ -256,7 +256,14 @@ def measure_what_matters(
 
 
 def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:
-    return best_cover(preds, [(c.mask, c.cost_ms) for c in candidates])
+    """The cheapest cover; a graph the exact search found too wide once in this compile
+    is searched in program order from then on (``memo.wide``)."""
+    graph = tuple(preds)
+    wide = memo.current().wide
+    found = best_cover(preds, [(c.mask, c.cost_ms) for c in candidates], exact=graph not in wide)
+    if not found.exact:
+        wide.add(graph)
+    return found
 
 
 def policy_total(preds: Sequence[int], candidates: Sequence[Candidate], policy: str) -> float | None:
@@ -336,6 +343,7 @@ def decision_record(
             "timed_now": pricing.measured,
             "dropped": pricing.dropped,
             "search_states": cover.states,
+            "search": "exact" if cover.exact else "in program order (the exact search was too wide)",
             "pricing_s": round(pricing.seconds, 3),
         },
         "estimate_error": {

@@ -77,3 +77,53 @@ def test_bad_candidates_are_rejected() -> None:
         best_cover([0], [(2, 1.0)])
     with pytest.raises(ValueError, match="negative cost"):
         best_cover([0], [(1, -1.0)])
+
+
+def _independent_chains(chains: int, length: int) -> tuple[list[int], list[tuple[int, float]]]:
+    """``chains`` chains of ``length`` nodes, numbered chain after chain, none reading
+    another (a UNet's time-embedding projections): the covered sets multiply. Each node
+    alone costs 1.0, each chain fused 1.5."""
+    preds: list[int] = []
+    candidates: list[tuple[int, float]] = []
+    for c in range(chains):
+        first = c * length
+        for i in range(length):
+            preds.append(1 << (first + i - 1) if i else 0)
+            candidates.append((1 << (first + i), 1.0))
+        candidates.append((((1 << length) - 1) << first, 1.5))
+    return preds, candidates
+
+
+def test_a_graph_too_wide_for_the_exact_search_is_covered_in_program_order() -> None:
+    preds, candidates = _independent_chains(chains=6, length=2)
+    exact = best_cover(preds, candidates)
+    assert exact.exact and exact.states > 40
+    found = best_cover(preds, candidates, max_states=40)
+    assert not found.exact and found.states <= 40
+    assert found.cost == pytest.approx(exact.cost) == pytest.approx(6 * 1.5)
+    assert best_cover(preds, candidates, exact=False).cost == pytest.approx(exact.cost)
+
+
+def test_in_program_order_only_covers_whose_groups_do_not_interleave_are_found() -> None:
+    """Nodes 0 -> 2 and 1 -> 3: the group {0, 3} has to wait for node 1 after it, so in
+    program order it cannot be taken (node 1 starts no group before it); the exact
+    search takes it."""
+    preds = [0, 0, 1 << 0, 1 << 1 | 1 << 0]
+    candidates = [(1 << i, 1.0) for i in range(4)] + [(1 << 0 | 1 << 3, 0.5)]
+    assert best_cover(preds, candidates).cost == pytest.approx(2.5)
+    assert best_cover(preds, candidates, exact=False).cost == pytest.approx(4.0)
+
+
+def test_the_partitioner_searches_a_wide_graph_in_order_for_the_rest_of_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dnnc.partition import cover, memo, partitioner
+    from dnnc.partition.candidates import Candidate
+
+    preds, masks = _independent_chains(chains=7, length=2)
+    candidates = [Candidate("triton", "x", (), frozenset(i for i in range(14) if m >> i & 1), cost_ms=c) for m, c in masks]
+    asked: list[bool] = []
+    real = cover.best_cover
+    monkeypatch.setattr(cover, "EXACT_STATES", 40)
+    monkeypatch.setattr(partitioner, "best_cover", lambda p, c, exact=True: asked.append(exact) or real(p, c, exact=exact))
+    with memo.one_compile():
+        first, second = partitioner.cover_by(preds, candidates), partitioner.cover_by(preds, candidates)
+    assert asked == [True, False] and not first.exact and second.cost == pytest.approx(first.cost)
