@@ -32,6 +32,9 @@ class CandidateMemo:
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str, tuple[Operation, ...]], Identity] = {}
         self._lowered: dict[Identity, Program | str] = {}
+        self.covers: dict[tuple[tuple[int, ...], tuple[tuple[int, float], ...]], Any] = {}
+        """Cover searches by graph and weighted candidates: a decision record asks
+        again for covers the measuring rounds found."""
         self.wide: set[tuple[int, ...]] = set()
         """Graphs (their nodes' predecessor masks) whose exact cover search was too
         wide: the later searches of the compile run in program order (``cover``)."""

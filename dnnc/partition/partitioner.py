@@ -259,10 +259,14 @@ def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:
     """The cheapest cover; a graph the exact search found too wide once in this compile
     is searched in program order from then on (``memo.wide``)."""
     graph = tuple(preds)
-    wide = memo.current().wide
-    found = best_cover(preds, [(c.mask, c.cost_ms) for c in candidates], exact=graph not in wide)
+    weighted = tuple((c.mask, c.cost_ms) for c in candidates)
+    compile_memo = memo.current()
+    found = compile_memo.covers.get((graph, weighted))
+    if found is None:
+        found = best_cover(preds, weighted, exact=graph not in compile_memo.wide)
+        compile_memo.covers[(graph, weighted)] = found
     if not found.exact:
-        wide.add(graph)
+        compile_memo.wide.add(graph)
     return found
 
 

@@ -104,14 +104,16 @@ def test_a_graph_too_wide_for_the_exact_search_is_covered_in_program_order() -> 
     assert best_cover(preds, candidates, exact=False).cost == pytest.approx(exact.cost)
 
 
-def test_in_program_order_only_covers_whose_groups_do_not_interleave_are_found() -> None:
-    """Nodes 0 -> 2 and 1 -> 3: the group {0, 3} has to wait for node 1 after it, so in
-    program order it cannot be taken (node 1 starts no group before it); the exact
-    search takes it."""
-    preds = [0, 0, 1 << 0, 1 << 1 | 1 << 0]
+def test_in_program_order_a_node_the_first_node_s_group_reads_is_covered_first() -> None:
+    """Node 3 reads nodes 0 and 2: the group {0, 3} waits for node 2. In program order
+    node 2 is covered before it (a node the group reads) when 2 is ready; when 2 itself
+    waits for node 1, the group is out of reach there and only the exact search takes it."""
     candidates = [(1 << i, 1.0) for i in range(4)] + [(1 << 0 | 1 << 3, 0.5)]
-    assert best_cover(preds, candidates).cost == pytest.approx(2.5)
-    assert best_cover(preds, candidates, exact=False).cost == pytest.approx(4.0)
+    direct = [0, 0, 0, 1 << 0 | 1 << 2]
+    assert best_cover(direct, candidates, exact=False).cost == pytest.approx(2.5) == best_cover(direct, candidates).cost
+    behind = [0, 0, 1 << 1, 1 << 0 | 1 << 2]
+    assert best_cover(behind, candidates).cost == pytest.approx(2.5)
+    assert best_cover(behind, candidates, exact=False).cost == pytest.approx(4.0)
 
 
 def test_the_partitioner_searches_a_wide_graph_in_order_for_the_rest_of_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,6 +126,24 @@ def test_the_partitioner_searches_a_wide_graph_in_order_for_the_rest_of_the_comp
     real = cover.best_cover
     monkeypatch.setattr(cover, "EXACT_STATES", 40)
     monkeypatch.setattr(partitioner, "best_cover", lambda p, c, exact=True: asked.append(exact) or real(p, c, exact=exact))
+    remeasured = [*candidates[:-1], Candidate("triton", "x", (), candidates[-1].covers, cost_ms=1.25)]
     with memo.one_compile():
-        first, second = partitioner.cover_by(preds, candidates), partitioner.cover_by(preds, candidates)
-    assert asked == [True, False] and not first.exact and second.cost == pytest.approx(first.cost)
+        first, again = partitioner.cover_by(preds, candidates), partitioner.cover_by(preds, candidates)
+        second = partitioner.cover_by(preds, remeasured)
+    assert asked == [True, False] and again is first  # the same search is not run twice
+    assert not first.exact and not second.exact and second.cost == pytest.approx(first.cost - 0.25)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_in_program_order_the_cover_is_valid_and_never_below_the_optimum(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    preds, candidates = random_instance(rng, rng.randint(3, 7), rng.randint(2, 9))
+    found = best_cover(preds, candidates, exact=False)
+    assert found.cost >= brute_force_cover(preds, candidates) - 1e-9
+    covered = 0
+    for i in found.chosen:
+        mask = candidates[i][0]
+        assert not mask & covered
+        assert all(preds[n] & ~(covered | mask) == 0 for n in range(len(preds)) if mask >> n & 1)
+        covered |= mask
+    assert covered == (1 << len(preds)) - 1
