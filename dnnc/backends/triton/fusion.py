@@ -112,15 +112,21 @@ class _Fuser:
         self.exclude = exclude
         self.group_of: dict[Operation, int] = {}
         self.groups: dict[int, set[Operation]] = {}
+        self._users: dict[Operation, set[Operation]] = {}
 
     def users(self, op: Operation) -> set[Operation]:
-        out = set()
-        for r in op.results:
-            for use in r.uses:
-                top = _top(use.operation, self.block)
-                if top is not None:
-                    out.add(top)
-        return out
+        """The block's ops that use ``op``'s results (found once: fusing rewrites nothing
+        until ``run`` is done, and the legality checks ask again and again)."""
+        found = self._users.get(op)
+        if found is None:
+            found = set()
+            for r in op.results:
+                for use in r.uses:
+                    top = _top(use.operation, self.block)
+                    if top is not None:
+                        found.add(top)
+            self._users[op] = found
+        return found
 
     def run(self) -> list[set[Operation]]:
         for gid, op in enumerate(self.block.ops):

@@ -20,6 +20,7 @@ both coalesced.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
@@ -100,11 +101,18 @@ KINDS = (
 
 
 def is_index_op(op: Operation) -> bool:
-    return isinstance(op, INDEX_OPS)
+    return _is(type(op), INDEX_OPS)
 
 
 def is_anchor(op: Operation) -> bool:
-    return isinstance(op, ANCHORS)
+    return _is(type(op), ANCHORS)
+
+
+@functools.cache
+def _is(kind: type, kinds: tuple[type, ...]) -> bool:
+    """``issubclass`` once per op class: the ops' classes are ABCs, whose checks against
+    a long tuple dominated the fusion legality checks the partitioner runs thousands of times."""
+    return issubclass(kind, kinds)
 
 
 def kind_of(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> str:
