@@ -99,21 +99,18 @@ def cold(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def warm(spec: str, args: argparse.Namespace, cache: Path, policy: str) -> tuple[float, float]:
-    """The compile time in a new process that finds the cold compile's cache, and the
-    time a third process takes to load the artifact that compile saved and call it once."""
-    artifact = cache / "warm.dnnc"
+def measured_alone(role: str, spec: str, args: argparse.Namespace, cache: Path, policy: str) -> str:
+    """What this script prints as its last line run as ``--ROLE-only SPEC`` in a fresh
+    process that uses ``cache`` and compiles with ``policy`` (``--artifact``: the warm
+    compile saves it there, the load reads it)."""
+    command = [sys.executable, __file__, f"--{role}-only", spec, "--artifact", str(cache / "warm.dnnc"), *_shared(args)]
     env = {**os.environ, "DNNC_CACHE_DIR": str(cache), "DNNC_PARTITION": policy}
-    command = [sys.executable, __file__, "--warm-only", spec, "--save", str(artifact), *_shared(args)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    compile_s = float(done.stdout.strip().splitlines()[-1])
-    command = [sys.executable, __file__, "--load-only", str(artifact), "--warm-only", spec, *_shared(args)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return compile_s, float(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
 
 
-def load_once(artifact: Path, spec: str, args: argparse.Namespace) -> float:
-    """``dnnc.load`` and a first call (a CUDA graph captured), from import on."""
+def load_once(spec: str, artifact: Path, args: argparse.Namespace) -> float:
+    """``dnnc.load`` and a first call (a CUDA graph captured)."""
     _, inputs = build(spec, args.batch, args.size, getattr(torch, args.dtype), args.device)
     started = time.perf_counter()
     loaded = dnnc.load(artifact)
@@ -150,20 +147,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--cold-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warm-only", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--save", type=Path, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--load-only", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--load-only", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--artifact", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_only:
         print(json.dumps(cold(args.cold_only, args)))
         return
-    if args.load_only:
-        print(load_once(args.load_only, args.warm_only, args))
-        return
     if args.warm_only:
         seconds, compiled = compile_once(args.warm_only, args)
-        if args.save is not None:
-            compiled.save(args.save)
+        compiled.save(args.artifact)
         print(seconds)
+        return
+    if args.load_only:
+        print(load_once(args.load_only, args.artifact, args))
         return
     specs = [f"timm:{n}" for n in args.timm.split(",") if n] + [w for w in args.workloads.split(",") if w]
     if not specs:
@@ -177,13 +173,11 @@ def main() -> None:
     results = []
     for spec in specs:
         for policy in args.policies.split(","):
-            with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as cache:
-                env = {**os.environ, "DNNC_CACHE_DIR": cache, "DNNC_PARTITION": policy}
-                command = [sys.executable, __file__, "--cold-only", spec, *_shared(args)]
-                done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-                row = {"model": spec, "policy": policy, **json.loads(done.stdout.strip().splitlines()[-1])}
-                warm_s, load_s = warm(spec, args, Path(cache), policy)
-                row |= {"warm_s": round(warm_s, 2), "load_s": round(load_s, 2)}
+            with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as directory:
+                cache = Path(directory)
+                row = {"model": spec, "policy": policy, **json.loads(measured_alone("cold", spec, args, cache, policy))}
+                row["warm_s"] = round(float(measured_alone("warm", spec, args, cache, policy)), 2)
+                row["load_s"] = round(float(measured_alone("load", spec, args, cache, policy)), 2)
             results.append(row)
             print(
                 f"{spec:32s} {policy:12s} cold {row['cold_s']:8.2f} s   warm {row['warm_s']:7.2f} s   "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dnnc.errors import DnncError
 
@@ -61,28 +61,31 @@ def best_cover(
     key branches: 1,485, the exact optimum, which the exact search took 157,615 for)."""
     n = len(preds)
     full = (1 << n) - 1
-    graph = _Graph(preds, candidates, [[] for _ in range(n)], [], [], 0)
     succs = [0] * n
     for node, mask in enumerate(preds):
         for p in _bits(mask):
             succs[p] |= 1 << node
-    graph.sources = sum(1 << node for node, mask in enumerate(preds) if not mask)
+    starting_at: list[list[int]] = [[] for _ in range(n)]
+    reads: list[int] = []
+    feeds: list[int] = []
     for index, (mask, cost) in enumerate(candidates):
         if mask == 0 or mask & ~full:
             raise ValueError(f"candidate {index} covers nodes outside the graph (mask {mask:#x})")
         if cost < 0:
             raise ValueError(f"candidate {index} has a negative cost {cost}")
-        graph.starting_at[_lowest(mask)].append(index)
-        outside = feeds = 0
+        starting_at[_lowest(mask)].append(index)
+        outside = fed = 0
         for node in _bits(mask):
             outside |= preds[node]
-            feeds |= succs[node]
-        graph.reads.append(outside & ~mask)
-        graph.feeds.append(feeds & ~mask)
-    graph.needs = [0] * n
-    for node, indices in enumerate(graph.starting_at):
+            fed |= succs[node]
+        reads.append(outside & ~mask)
+        feeds.append(fed & ~mask)
+    needs = [0] * n
+    for node, indices in enumerate(starting_at):
         for index in indices:
-            graph.needs[node] |= graph.reads[index]
+            needs[node] |= reads[index]
+    sources = sum(1 << node for node, mask in enumerate(preds) if not mask)
+    graph = _Graph(preds, candidates, starting_at, reads, feeds, needs, sources)
     if exact:
         try:
             return _search(graph, min(EXACT_STATES, max_states), in_order=False)
@@ -98,7 +101,7 @@ class _TooWide(Exception):
     pass
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Graph:
     preds: Sequence[int]
     candidates: Sequence[tuple[int, float]]
@@ -108,18 +111,18 @@ class _Graph:
     """Per candidate: the nodes outside it that it reads."""
     feeds: list[int]
     """Per candidate: the nodes outside it that read it."""
+    needs: list[int]
+    """Per node: the nodes the candidates starting at it read."""
     sources: int
     """Nodes that read no node."""
-    needs: list[int] = field(default_factory=list)
-    """Per node: the nodes the candidates starting at it read."""
 
 
 def _search(graph: _Graph, max_states: int, in_order: bool) -> Cover:
     """Dijkstra over covered sets; ``in_order``: only the lowest uncovered node (always
     ready: the nodes before it are covered) or a ready node that a candidate starting
-    there reads is covered next. A covered set
-    carries its *frontier*, the uncovered nodes that read a covered node or none, so
-    finding the ready nodes looks at those few rather than at every uncovered node."""
+    there reads is covered next. A covered set carries its *frontier*, the uncovered
+    nodes that read a covered node or none, so finding the ready nodes looks at those
+    few rather than at every uncovered node."""
     preds, candidates, reads = graph.preds, graph.candidates, graph.reads
     n = len(preds)
     full = (1 << n) - 1

@@ -123,7 +123,7 @@ def known_refusal(candidate: Candidate, text: str) -> str | None:
 def timing_environment() -> dict[str, Any]:
     """What a measured time depends on besides the program: dnnc and library
     versions, the GPU and the autotune setting."""
-    return {**environment(0 if torch.cuda.is_available() else None), "autotune": knobs.get().autotune}
+    return {**_here(), "autotune": knobs.get().autotune}
 
 
 def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float:
@@ -139,7 +139,7 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
     if executor.fallbacks:
         first = executor.fallbacks[0]
         log.info("partition: %s fell back when built alone: %s", candidate.label, first.reason)
-        why = f"{candidate.backend} has no kernel for it here: {first.reason.splitlines()[0][:200]}"
+        why = f"{candidate.backend} has no kernel for it here: {first.headline}"
         if all(f.settled for f in executor.fallbacks):
             _REFUSALS.put_json(refusal_key(candidate, text, _here()), {"reason": why})
         raise NotBuilt(why)

@@ -21,6 +21,7 @@ from xdsl.ir import Operation
 from dnnc.errors import DnncError
 from dnnc.ir.program import Program
 from dnnc.partition.candidates import Candidate
+from dnnc.partition.cover import Cover
 from dnnc.partition.extract import extract, identity_text
 from dnnc.partition.measure import lower_alone
 
@@ -32,7 +33,7 @@ class CandidateMemo:
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str, tuple[Operation, ...]], Identity] = {}
         self._lowered: dict[Identity, Program | str] = {}
-        self.covers: dict[tuple[tuple[int, ...], tuple[tuple[int, float], ...]], Any] = {}
+        self.covers: dict[tuple[tuple[int, ...], tuple[tuple[int, float], ...]], Cover] = {}
         """Cover searches by graph and weighted candidates: a decision record asks
         again for covers the measuring rounds found."""
         self.wide: set[tuple[int, ...]] = set()

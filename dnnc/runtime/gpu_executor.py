@@ -93,6 +93,13 @@ class Fallback:
     settled: bool = False
     """The library's definite answer for this graph here (``LibraryRefusal``), not a failure."""
 
+    @property
+    def headline(self) -> str:
+        """The reason's first line, at most 200 characters: cuDNN's reasons carry every
+        engine's refusal (all of it goes to the debug log)."""
+        head = self.reason.splitlines()[0] if self.reason else ""
+        return head if len(head) <= 200 else head[:200] + "..."
+
 
 @dataclass(frozen=True)
 class Refusal:
@@ -222,8 +229,8 @@ class GpuExecutor:
         fallback = Fallback(kind, backend, refusal.reason, runs_as, refusal.settled)
         self.fallbacks.append(fallback)
         log.info("dnnc: %s", _fallback_line(fallback))
-        if refusal.reason != _first_line(refusal.reason):
-            log.debug("dnnc: %s group %s: %s", backend, kind, refusal.reason)
+        if fallback.reason != fallback.headline:
+            log.debug("dnnc: %s group %s: %s", backend, kind, fallback.reason)
 
     @torch.inference_mode()
     def run(
@@ -279,15 +286,9 @@ _REGROUPED_BY = next((b.name for b in KERNEL_BACKENDS if b.regroup is not None),
 """What runs the ops a backend gives back."""
 
 
-def _first_line(reason: str) -> str:
-    """cuDNN's reasons carry every engine's refusal: the first line, at most 200 characters."""
-    head = reason.splitlines()[0] if reason else ""
-    return head if len(head) <= 200 else head[:200] + "..."
-
-
 def _fallback_line(fallback: Fallback) -> str:
     instead = "torch ops" if fallback.runs_as == "torch" else f"generated {fallback.runs_as} kernels"
-    return f"{fallback.backend} group {fallback.kind} runs as {instead} instead: {_first_line(fallback.reason)}"
+    return f"{fallback.backend} group {fallback.kind} runs as {instead} instead: {fallback.headline}"
 
 
 def _reason(error: Exception, backend: KernelBackend) -> str:
