@@ -51,6 +51,7 @@ first = time.perf_counter()
 print(json.dumps({"import_s": imported - started, "load_s": loaded - imported, "first_call_s": first - t0,
                   "memory_peak_bytes": m.memory_peak_bytes, "fallbacks": m.summary()["fallbacks"],
                   "cudnn_graphs": len(rebuilt), "cudnn_rebuilt_from_record": sum(rebuilt),
+                  "cudnn_deserialized": sum(bool(getattr(k, "deserialized", False)) for k in m.kernels().values()),
                   "load_warnings": [str(w.message) for w in said]}))
 """
 

@@ -121,7 +121,8 @@ class GpuExecutor:
     ):
         """``recorded``: an artifact's kernel records, rebuilt without tuning; None tunes.
         ``precompile``: at compile time, compile every kernel side by side before building
-        them one by one (off where the caller compiled them ahead already)."""
+        them one by one (off where the caller compiled them ahead already), and again
+        for the groups made of what a library gave back."""
         self.program = program
         self.device = torch.device(device)
         self.context = BuildContext(self.device, recorded, program.base_dir)
@@ -139,11 +140,15 @@ class GpuExecutor:
         it (what its records are keyed by): when loading, the program as read; when
         compiling (no records to look up while building), the program once the ops given
         back are regrouped, which is what ``save`` writes."""
+        ahead = set(self.block.ops) if recorded is None and precompile else set()
+        if ahead:  # every backend's kernels side by side, before any is built
+            precompile_kernels(list(self.block.ops), self.device)
         built = self._build_givers()
         if recorded is None:
             self.ordinals = _ordinals(self.block)
-            if precompile:
-                precompile_kernels([op for op in self.block.ops if op not in built], self.device)
+            regrouped = [op for op in self.block.ops if op not in built and op not in ahead]
+            if ahead and regrouped:  # the groups made of what a library gave back
+                precompile_kernels(regrouped, self.device)
         for op in self.block.ops:
             if isinstance(op, func.ReturnOp):
                 break

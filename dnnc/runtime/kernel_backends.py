@@ -6,6 +6,7 @@ this table; what is particular to a backend stays in its package."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,15 +28,25 @@ def backend_of(op: Operation) -> KernelBackend | None:
 
 def precompile(ops: Sequence[Operation], device: Any) -> None:
     """Compile side by side the kernels of ``ops`` that their backends can compile ahead
-    (``KernelBackend.precompile``); a failure only costs time, each kernel then compiles
-    when it is built."""
-    for backend in KERNEL_BACKENDS:
-        if backend.precompile is None:
-            continue
+    (``KernelBackend.precompile``), every backend at once (each drives worker processes:
+    Triton's compiles and cuDNN's runtime-compiled plans overlap); a failure only costs
+    time, each kernel then compiles when it is built."""
+
+    def ahead(backend: KernelBackend) -> None:
+        assert backend.precompile is not None
         try:
             backend.precompile(ops, device)
         except Exception as e:
             log.info("dnnc: compiling the %s kernels ahead failed: %s: %s", backend.name, type(e).__name__, e)
+
+    backends = [b for b in KERNEL_BACKENDS if b.precompile is not None]
+    others = [threading.Thread(target=ahead, args=(b,), daemon=True) for b in backends[1:]]
+    for thread in others:
+        thread.start()
+    for backend in backends[:1]:
+        ahead(backend)
+    for thread in others:
+        thread.join()
 
 
 def recording_backends() -> list[KernelBackend]:

@@ -2,7 +2,9 @@
 
 Identical graphs (same ``graph_signature``) share one build. At compile time a graph
 is built from a tuning spec's plan where one chose it, else from the plan cache, else
-tuned. Loading an artifact rebuilds the recorded engine and knobs as the only plan;
+tuned (its runtime-compiled plans built ahead in worker processes, ``prebuild``).
+Loading an artifact deserializes the recorded plan where it was serialized for this
+GPU and cuDNN build, else rebuilds the recorded engine and knobs as the only plan;
 an engine that is not valid on this GPU or cuDNN build falls back to cuDNN's
 heuristic choice, with a warning, never timing. A graph cuDNN builds no engine for is
 given back as tcp ops, for the Triton backend to group.
@@ -10,6 +12,8 @@ given back as tcp ops, for the Triton backend to group.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import warnings
 from typing import Any
@@ -24,7 +28,9 @@ from dnnc.ir import cudnn
 
 
 def parse_records(records: Any, member: str) -> dict[int, Any]:
-    """Ordinal -> ``PlanRecord``; a malformed record names the member and field."""
+    """Ordinal -> ``PlanRecord``; a malformed record names the member and field. A
+    record's ``serialized`` plan is base64 text, with ``serialized_for`` naming the GPU
+    and cuDNN build it holds for."""
     from dnnc.backends.cudnn.runtime import PlanRecord
 
     if not isinstance(records, list):
@@ -37,9 +43,13 @@ def parse_records(records: Any, member: str) -> dict[int, Any]:
         if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0 or ordinal in parsed:
             raise ArtifactError(f"{member}: plan record {i}: ordinal {ordinal!r} is not a new non-negative integer")
         try:
-            parsed[ordinal] = PlanRecord.from_json(json.dumps(r["plan"]))
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            plan = PlanRecord.from_json(json.dumps(r["plan"]))
+            if "serialized" in r:
+                plan.serialized = base64.b64decode(str(r["serialized"]), validate=True)
+                plan.serialized_for = str(r.get("serialized_for", ""))
+        except (TypeError, ValueError, KeyError, AttributeError, binascii.Error) as e:
             raise ArtifactError(f"{member}: plan record {i} is malformed: {type(e).__name__}: {e}") from None
+        parsed[ordinal] = plan
     return parsed
 
 
@@ -64,19 +74,27 @@ def _rebuild(op: cudnn.GraphOp, record: Any, context: BuildContext, signature: s
     written before plan records carried in their IR), else cuDNN's heuristic choice."""
     from dnnc.backends.cudnn.runtime import PlanRecord, build_kernel, rebuild_kernel
 
-    recorded = record.to_json() if record is not None else (op.plan.data if op.plan is not None else None)
+    recorded = record if record is not None else (op.plan.data if op.plan is not None else None)
     if recorded is not None:
         try:
-            return rebuild_kernel(op, context.device, PlanRecord.from_json(recorded))
+            plan = recorded if isinstance(recorded, PlanRecord) else PlanRecord.from_json(recorded)
+            return rebuild_kernel(op, context.device, plan)
         except Exception as e:
+            shown = recorded.to_json() if isinstance(recorded, PlanRecord) else recorded
             warnings.warn(
-                f"the cuDNN plan recorded for a {group_attr(op, GROUP_KIND_ATTR) or 'cudnn'} graph ({recorded}) does not "
+                f"the cuDNN plan recorded for a {group_attr(op, GROUP_KIND_ATTR) or 'cudnn'} graph ({shown}) does not "
                 f"build here ({type(e).__name__}: {e}); using cuDNN's heuristic plan",
                 ArtifactWarning,
                 stacklevel=2,
             )
     with knobs.override(autotune=False):  # heuristics only: load never times plans
         return build_kernel(op, context.device, signature)
+
+
+def _precompile(ops: Any, device: Any) -> None:
+    from dnnc.backends.cudnn.prebuild import precompile
+
+    precompile(ops, device)
 
 
 def _give_back(op: Operation) -> None:
@@ -98,5 +116,6 @@ CUDNN = KernelBackend(
     no_kernel=_no_kernel(),
     parse_records=parse_records,
     give_back=_give_back,
+    precompile=_precompile,
     spec=CUDNN_SPEC,
 )

@@ -2,12 +2,16 @@
 
 Compile time (once per distinct graph in a program):
   build the operation graph from the descriptors and nodes, ``check_support``,
-  then either rebuild the plan recorded for this graph (cache hit: engine id +
-  knobs, or the engine tag when the frontend cannot name a knob; no timing), or
+  then either rebuild the plan recorded for this graph (cache hit; no timing), or
   rank plans by heuristics (A, then FALLBACK) and keep the first that builds or,
-  with ``knobs.autotune``, the fastest of the first few on fresh inputs.
-  The winner's engine id, knobs and tag go to the content-keyed plan cache and onto
-  the op (``plan``), so the choice can be rebuilt later without measuring.
+  with ``knobs.autotune``, the fastest of the first few on fresh inputs. Plans of
+  runtime-compiled engines that ``prebuild`` built in worker processes are
+  deserialized instead of built here.
+  The winner's engine id, knobs and tag go to the content-keyed plan cache, with the
+  plan serialized in cuDNN's backend format (``serialized_plan``), so the choice is
+  rebuilt later without measuring: deserialized (milliseconds; the format carries
+  a runtime-compiled engine's kernel), else from its engine and knobs (a
+  runtime-compiled engine compiles its kernel again: 0.1-1 s).
 Run time: ``launch`` sets the handle's stream to the current torch stream and
 executes with caller-allocated tensors and a workspace sized for the chosen plan
 at build time: no allocation, no synchronization, safe under CUDA graph capture.
@@ -18,6 +22,7 @@ with the reason; the executor then runs the graph another way.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
@@ -28,6 +33,7 @@ from typing import Any
 import torch
 
 from dnnc import knobs
+from dnnc.backends.cudnn.prebuilt import prebuilt_for
 from dnnc.backends.cudnn.signature import graph_signature
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.cache import ContentCache, content_key, environment
@@ -89,15 +95,25 @@ def _data_type(cudnn: Any, element: Any) -> Any:
     return table[dtype]
 
 
+PYTHON_PLAN_MAGIC = b"CUDNN_FE_PYPLAN\0"
+"""How the frontend's serialization of a Python engine's plan starts: that format names
+Python types to import and may carry host code, so dnnc neither writes nor reads it."""
+
+
 @dataclass
 class PlanRecord:
-    """What is needed to rebuild a chosen plan without timing: engine id and knobs."""
+    """What is needed to rebuild a chosen plan without timing: engine id and knobs,
+    and the plan serialized where cuDNN could (``serialized_plan``), for the GPU and
+    cuDNN build ``serialized_for`` names (``serialization_target``). The JSON form
+    (``to_json``: tuning specs, the ``plan`` attribute) holds the engine and knobs only."""
 
     engine: int
     knobs: dict[str, int]
     name: str = ""
     ms: float | None = None
     timed: int = 0
+    serialized: bytes | None = None
+    serialized_for: str = ""
 
     def to_json(self) -> str:
         return json.dumps({"engine": self.engine, "knobs": self.knobs, "name": self.name, "ms": self.ms, "timed": self.timed})
@@ -222,6 +238,8 @@ class CudnnGraphKernel:
         self.plan = plan
         self.rebuilt = False
         """True when the plan came from its record (cache) rather than from timing."""
+        self.deserialized = False
+        """True when the plan was read back from its serialized form rather than built here."""
         self._cudnn = load_frontend()
 
     @property
@@ -230,8 +248,13 @@ class CudnnGraphKernel:
         return self.plan.ms
 
     def record(self) -> dict[str, Any]:
-        """The engine and knobs that rebuild this plan without timing."""
-        return {"plan": json.loads(self.plan.to_json())}
+        """The engine and knobs that rebuild this plan without timing, and the plan
+        serialized (base64), which rebuilds it without compiling on the same GPU and cuDNN."""
+        record: dict[str, Any] = {"plan": json.loads(self.plan.to_json())}
+        if self.plan.serialized is not None:
+            record["serialized"] = base64.b64encode(self.plan.serialized).decode("ascii")
+            record["serialized_for"] = self.plan.serialized_for
+        return record
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         self._cudnn.set_stream(handle=self.handle, stream=torch.cuda.current_stream().cuda_stream)
@@ -239,6 +262,40 @@ class CudnnGraphKernel:
 
 
 _PLANS = ContentCache("cudnn-plans")
+_SERIALIZED = ContentCache("cudnn-serialized-plans")
+"""The cached plans serialized (``serialized_plan``), by the plan cache's key."""
+
+
+def has_cached_plan(signature: str, device: torch.device) -> bool:
+    """Whether the plan cache holds this graph's plan (building it then tunes nothing)."""
+    return _PLANS.get_json(_plan_key(signature, device)) is not None
+
+
+def serialization_target(device: torch.device) -> str:
+    """What a serialized plan holds for: the cuDNN library build and the GPU."""
+    cudnn = load_frontend()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return f"cudnn {cudnn.backend_version()} on {torch.cuda.get_device_name(index)}"
+
+
+def serialized_plan(graph: Any) -> bytes | None:
+    """The graph's built and selected plan in cuDNN's backend format; None where the
+    frontend cannot serialize it or the plan is a Python engine's (``PYTHON_PLAN_MAGIC``)."""
+    try:
+        blob = bytes(graph.serialize(as_bytes=True))
+    except Exception as e:
+        log.debug("cudnn: the plan does not serialize: %s: %s", type(e).__name__, e)
+        return None
+    return None if blob.startswith(PYTHON_PLAN_MAGIC) else blob
+
+
+def deserialized_plan(blob: bytes, handle: Any) -> Any:
+    """A graph holding the plan ``serialized_plan`` wrote, ready to execute."""
+    if blob.startswith(PYTHON_PLAN_MAGIC):
+        raise GraphUnsupported("a serialized Python-engine plan is not read (its format may carry host code)")
+    graph = load_frontend().pygraph(handle=handle)
+    graph.deserialize(handle, blob)
+    return graph
 
 
 def _plan_key(signature: str, device: torch.device) -> str:
@@ -276,20 +333,26 @@ def build_kernel(op: dialect.GraphOp, device: torch.device, signature: str | Non
             return _rebuild(op, device, handle, PlanRecord.from_json(op.plan.data))
         except Exception as e:
             log.warning("cudnn: the plan a tuning spec chose (%s) does not build here (%s); tuning instead", op.plan.data, e)
-    key = _plan_key(signature or graph_signature(op), device)
+    signature = signature or graph_signature(op)
+    key = _plan_key(signature, device)
     cached = _PLANS.get_json(key)
     if cached is not None:
+        record = PlanRecord.from_json(json.dumps(cached))
+        record.serialized = _SERIALIZED.get(key)
+        record.serialized_for = serialization_target(device) if record.serialized is not None else ""
         try:
-            return _rebuild(op, device, handle, PlanRecord.from_json(json.dumps(cached)))
+            return _rebuild(op, device, handle, record)
         except Exception as e:  # a stale record (other cuDNN build): tune again
             log.info("cudnn: cached plan for %s did not rebuild (%s); tuning again", _describe(op), e)
     try:
-        kernel = _tune(op, device, handle)
+        kernel = _tune(op, device, handle, signature)
     except GraphUnsupported:
         raise
     except Exception as e:
         raise GraphUnsupported(f"{type(e).__name__}: {e}") from None
     _PLANS.put_json(key, json.loads(kernel.plan.to_json()))
+    if kernel.plan.serialized is not None:
+        _SERIALIZED.put(key, kernel.plan.serialized)
     return kernel
 
 
@@ -300,10 +363,11 @@ def _front(op: dialect.GraphOp, handle: Any) -> _Builder:
     return b
 
 
-def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphKernel:
+def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str) -> CudnnGraphKernel:
     """Heuristics rank the plans; without autotuning the first that builds is kept,
     with it the first ``MAX_TIMED_PLANS`` that build are timed on fresh inputs (only
-    those are built: building every plan cuDNN lists costs seconds per graph)."""
+    those are built: building every plan cuDNN lists costs seconds per graph). A plan
+    ``prebuild`` built in a worker is deserialized rather than built again."""
     cudnn = load_frontend()
     try:  # host-side queries of the library: a refusal here is its answer for this graph
         b = _front(op, handle)
@@ -323,25 +387,21 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
         ins, outs = _random_buffers(op, device)
         pack = (*ins, *outs, *(t for _, t in b.extra))
         uids = (*b.uids, *(u for u, _ in b.extra))
-    best, best_ms, timed, built = None, None, 0, 0
+    prebuilt = prebuilt_for(signature)  # plans ``prebuild`` built in workers
+    best: _Plan | None = None
+    best_ms, timed, built = None, 0, 0
     what = _describe(op)
     for i in range(count):
-        started = time.perf_counter()
-        try:
-            g.build_plan_at_index(i)
-        except Exception as e:  # unsupported here: the next one
-            log.debug("cudnn: %s: plan %d does not build: %s", what, i, e)
+        plan = _plan_at(g, i, handle, device, prebuilt.get(i), what)
+        if plan is None:
             continue
         built += 1
-        built_s = time.perf_counter() - started
         if not tune:
-            best = i
+            best = plan
             break
-        log.debug("cudnn: %s: plan %d (%s) built in %.2f s; timing it", what, i, _plan_name(g, i), built_s)
         try:
-            ws = torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device)
             ms = device_time_ms(
-                lambda i=i, ws=ws: _execute_plan(cudnn, g, handle, pack, ws, i, uids),
+                lambda plan=plan: plan.run(cudnn, g, handle, pack, uids),
                 give_up_above_ms=None if best_ms is None else LOSING_FACTOR * best_ms + LAUNCH_SLACK_MS,
             )
         except Exception as e:  # a plan that fails to run is skipped, not fatal
@@ -350,29 +410,72 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any) -> CudnnGraphK
         log.debug("cudnn: %s: plan %d runs in %.4f ms", what, i, ms)
         timed += 1
         if best_ms is None or ms < best_ms:
-            best, best_ms = i, ms
+            best, best_ms = plan, ms
         if timed >= MAX_TIMED_PLANS:
             break
     if best is None and not built:
         raise NoEngine(f"none of cuDNN's {count} execution plans for this graph builds")
     if best is None:
         raise GraphUnsupported("no execution plan of this graph built and ran")
-    engine, knob_map = g.get_engine_and_knobs_at_index(best)
-    record = PlanRecord(int(engine), {_knob_name(k): int(v) for k, v in knob_map.items()}, _plan_name(g, best), best_ms, timed)
-    g.build_plan_at_index(best)  # the plan ``execute`` runs
-    ws = torch.empty(max(g.get_workspace_size_plan_at_index(best), 1), dtype=torch.uint8, device=device)
-    return CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+    engine, knob_map = g.get_engine_and_knobs_at_index(best.index)
+    record = PlanRecord(
+        int(engine), {_knob_name(k): int(v) for k, v in knob_map.items()}, _plan_name(g, best.index), best_ms, timed
+    )
+    if best.graph is not None:  # deserialized: the graph runs as it is
+        graph, workspace, record.serialized = best.graph, best.workspace, best.blob
+    else:
+        g.build_plan_at_index(best.index)  # the plan ``execute`` runs
+        graph = g
+        workspace = torch.empty(max(g.get_workspace_size_plan_at_index(best.index), 1), dtype=torch.uint8, device=device)
+        record.serialized = serialized_plan(g)
+    record.serialized_for = serialization_target(device) if record.serialized is not None else ""
+    kernel = CudnnGraphKernel(graph, handle, b.uids, b.extra, workspace, record)
+    kernel.deserialized = best.graph is not None
+    return kernel
+
+
+@dataclass
+class _Plan:
+    """One ranked plan, ready to time: built on the ranked graph (``graph`` None), or
+    deserialized from a worker's build into a graph of its own."""
+
+    index: int
+    workspace: torch.Tensor
+    graph: Any = None
+    blob: bytes | None = None
+
+    def run(self, cudnn: Any, ranked: Any, handle: Any, pack: Any, uids: Any) -> None:
+        cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)  # the capture stream when timing
+        if self.graph is None:
+            ranked.execute_plan_at_index(pack, self.workspace, index=self.index, handle=handle, tensor_uids=uids)
+        else:
+            self.graph.execute(pack, self.workspace, handle=handle, tensor_uids=uids)
+
+
+def _plan_at(g: Any, i: int, handle: Any, device: torch.device, prebuilt: Any, what: str) -> _Plan | None:
+    """Plan ``i`` of the ranked graph ``g``: a worker's build when it is this plan
+    (``prebuilt.Prebuilt``), else built here; None when it does not build."""
+    if prebuilt is not None and prebuilt.name == _plan_name(g, i):
+        try:
+            graph = deserialized_plan(prebuilt.blob, handle)
+            workspace = torch.empty(max(graph.get_workspace_size(), 1), dtype=torch.uint8, device=device)
+            return _Plan(i, workspace, graph, prebuilt.blob)
+        except Exception as e:  # built here instead
+            log.debug("cudnn: %s: plan %d built in a worker does not deserialize: %s", what, i, e)
+    started = time.perf_counter()
+    try:
+        g.build_plan_at_index(i)
+    except Exception as e:  # unsupported here: the next one
+        log.debug("cudnn: %s: plan %d does not build: %s", what, i, e)
+        return None
+    log.debug("cudnn: %s: plan %d (%s) built in %.2f s", what, i, _plan_name(g, i), time.perf_counter() - started)
+    return _Plan(i, torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device))
 
 
 def _describe(op: dialect.GraphOp) -> str:
     """The graph's kind and operand shapes, for the debug log."""
     shapes = " ".join("x".join(map(str, shape_of(v.type))) for v in op.inputs)
     return f"{group_attr(op, GROUP_KIND_ATTR) or 'graph'} ({shapes})"
-
-
-def _execute_plan(cudnn: Any, g: Any, handle: Any, pack: tuple, ws: torch.Tensor, index: int, uids: tuple) -> None:
-    cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)  # the capture stream when timing
-    g.execute_plan_at_index(pack, ws, index=index, handle=handle, tensor_uids=uids)
 
 
 def rebuild_kernel(op: dialect.GraphOp, device: torch.device, record: PlanRecord) -> CudnnGraphKernel:
@@ -389,11 +492,18 @@ passed back by name, so their plan is found by its engine tag instead."""
 
 
 def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
-    """The recorded engine and knobs as the only plan when the frontend can name every
-    knob; else (or if that fails) the heuristics' candidate whose engine tag
-    (``eng32_k2=2_k6=3...``, every knob by number) is the recorded name. No timing."""
+    """The recorded plan deserialized, where it was serialized for this GPU and cuDNN
+    build; else the recorded engine and knobs as the only plan when the frontend can
+    name every knob; else (or if that fails) the heuristics' candidate whose engine
+    tag (``eng32_k2=2_k6=3...``, every knob by number) is the recorded name. No timing."""
     kernel = None
-    if UNNAMED_KNOB not in record.knobs:
+    if record.serialized is not None and record.serialized_for == serialization_target(device):
+        try:
+            kernel = _from_serialized(op, device, handle, record)
+        except Exception as e:
+            log.debug("cudnn: the serialized plan %s did not deserialize (%s); rebuilding it", record.name, e)
+    deserialized = kernel is not None
+    if kernel is None and UNNAMED_KNOB not in record.knobs:
         try:
             kernel = _rebuild_by_knobs(op, device, handle, record)
         except Exception as e:
@@ -404,7 +514,20 @@ def _rebuild(op: dialect.GraphOp, device: torch.device, handle: Any, record: Pla
             )
     if kernel is None:
         kernel = _rebuild_by_name(op, device, handle, record)
+    if not deserialized:  # what an artifact records is the plan as it was rebuilt here
+        kernel.plan.serialized = serialized_plan(kernel.graph)
+        kernel.plan.serialized_for = serialization_target(device) if kernel.plan.serialized is not None else ""
     kernel.rebuilt = True
+    return kernel
+
+
+def _from_serialized(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
+    assert record.serialized is not None
+    b = _Builder(op, handle)  # the tensors' uids and pass-by-value scalars, as the plan was built with
+    g = deserialized_plan(record.serialized, handle)
+    ws = torch.empty(max(g.get_workspace_size(), 1), dtype=torch.uint8, device=device)
+    kernel = CudnnGraphKernel(g, handle, b.uids, b.extra, ws, record)
+    kernel.deserialized = True
     return kernel
 
 

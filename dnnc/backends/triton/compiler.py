@@ -34,8 +34,8 @@ from triton.compiler import ASTSource
 
 from dnnc import knobs
 from dnnc.backends.triton.kernels import KernelSource
-from dnnc.backends.triton.workers import WorkerPool
 from dnnc.cache import ContentCache, content_key, environment
+from dnnc.workers import WorkerPool
 
 log = logging.getLogger("dnnc.triton")
 

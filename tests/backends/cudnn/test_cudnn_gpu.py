@@ -223,6 +223,35 @@ def test_plan_rebuilt_from_record_without_timing(tmp_path, rng: torch.Generator)
     assert_matches(compiled(x), _reference(model, [x]).half(), torch.float16, gpu=True)
 
 
+def test_runtime_compiled_plans_are_built_in_workers_and_travel_serialized(tmp_path, rng: torch.Generator) -> None:
+    """A residual convolution that only runtime-compiled engines take (cuDNN 9.19 on
+    Hopper) is tuned on plans built in worker processes and deserialized; the compile
+    caches and its artifact records the chosen plan serialized, and both the warm
+    build and the artifact's load deserialize it instead of building it. All compute
+    the reference's result."""
+    from dnnc.backends.cudnn.prebuilt import prebuilt_for
+    from dnnc.backends.cudnn.runtime import build_kernel
+    from dnnc.backends.cudnn.signature import graph_signature
+    from dnnc.ir import cudnn as dialect
+
+    model = ConvEpilogue(64, 64, "relu", True, kernel_size=1).eval().cuda().half()
+    x, r = (torch.randn(8, 64, 28, 28, generator=rng).cuda().half() for _ in range(2))
+    with knobs.override(cache_dir=tmp_path / "cache", autotune=True):
+        compiled = dnnc.compile(model, [x, r], device="cuda")
+        graph, kernel = next((op, k) for op, k in compiled.kernels().items() if isinstance(op, dialect.GraphOp))  # type: ignore[union-attr]
+        assert "conv_bias_add_relu" in compiled.ir
+        assert len(prebuilt_for(graph_signature(graph))) >= 2, "its runtime-compiled plans were built in workers"
+        assert kernel.plan.serialized is not None and kernel.plan.timed >= 2
+        warm = build_kernel(graph, torch.device("cuda"))
+    assert warm.rebuilt and warm.deserialized and warm.plan.name == kernel.plan.name
+    expected = _reference(model, [x, r]).half()  # (turns the model's weights to float64)
+    assert_matches(compiled(x, r), expected, torch.float16, gpu=True)
+    loaded = dnnc.load(compiled.save(tmp_path / "residual.dnnc"), device="cuda")
+    loaded_kernel = next(k for op, k in loaded.kernels().items() if isinstance(op, dialect.GraphOp))  # type: ignore[union-attr]
+    assert loaded_kernel.deserialized and loaded_kernel.plan.name == kernel.plan.name
+    assert_matches(loaded(x, r), expected, torch.float16, gpu=True)
+
+
 @pytest.mark.parametrize("name", ["gpt2_block", "vit_block"])
 def test_attention_as_one_sdpa_graph(name: str) -> None:
     """With ``cudnn_attention`` on, attention runs as one cuDNN SDPA graph (no

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dnnc.backends.triton.workers import PoolBroken, WorkerPool
+from dnnc.workers import PoolBroken, WorkerPool
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_an_unguarded_script_runs_once(tmp_path: Path) -> None:
         textwrap.dedent(
             f"""
             import math
-            from dnnc.backends.triton.workers import WorkerPool
+            from dnnc.workers import WorkerPool
             with open({str(marks)!r}, "a") as f:
                 f.write("ran\\n")
             print(sum(WorkerPool(2).map(math.factorial, [3, 4, 5])))

@@ -1,11 +1,14 @@
-"""Long-lived worker processes that compile Triton kernels side by side.
+"""Long-lived worker processes that do a compile's side-by-side work: Triton kernels
+compiled, cuDNN's runtime-compiled plans built.
 
-Each worker is ``python -m dnnc.backends.triton.workers``, started with
+Each worker is ``python -m dnnc.workers``, started with
 ``subprocess`` rather than ``multiprocessing``: a multiprocessing child started by
 spawn (the only safe start method once the parent holds a CUDA context) imports the
 user's main script again, and a script without an ``if __name__ == "__main__"``
 guard would run its whole compile once per worker, each of which starts workers of
-its own. These children import only dnnc and Triton and never touch the GPU.
+its own. A worker imports what its jobs' functions need: Triton's compile workers
+never touch the GPU; cuDNN's build workers hold a CUDA context of their own (they
+build plans, they run none).
 
 Protocol: the parent writes one pickled job to a worker's stdin and reads one
 pickled reply from its stdout (the worker's own stdout is moved to stderr, so what
@@ -28,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 """The directory holding the ``dnnc`` package, so workers import this same copy."""
 
 
@@ -41,7 +44,7 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dnnc.backends.triton.workers"],
+            [sys.executable, "-m", "dnnc.workers"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -1,0 +1,115 @@
+"""Which cuDNN plans are built ahead in worker processes (``prebuild``), checked on the
+CPU: a graph's standalone text parses back to the same graph; the runtime-compiled
+plans of graphs that will be tuned are handed to the pool, once; graphs with a cached
+plan or a tuning spec's are not; a lone plan, a failed build and a broken pool leave
+the builds to tuning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from dnnc.backends.cudnn import prebuild, prebuilt, runtime
+from dnnc.backends.cudnn.signature import graph_signature
+from dnnc.ir import cudnn
+from dnnc.ir.text import parse_ir
+from dnnc.pipeline import run_stage, to_canonical_tcp
+
+
+class Residual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(8, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 16, 1)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x) + x)
+        return self.fc(self.b(y).mean((2, 3)))
+
+
+@pytest.fixture(scope="module")
+def graphs() -> list[cudnn.GraphOp]:
+    program = to_canonical_tcp(Residual().eval(), (torch.randn(2, 8, 8, 8),))
+    run_stage(program, "gpu-cudnn")
+    found = [op for op in program.entry.body.block.ops if isinstance(op, cudnn.GraphOp)]
+    assert len(found) == 3
+    return found
+
+
+def test_standalone_text_is_the_same_graph(graphs: list[cudnn.GraphOp]) -> None:
+    for op in graphs:
+        parsed = next(o for o in parse_ir(prebuild.standalone_text(op)).walk() if isinstance(o, cudnn.GraphOp))
+        assert graph_signature(parsed) == graph_signature(op)
+
+
+class FakePool:
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+        self.jobs: list[Any] = []
+
+    def map(self, fn: Any, jobs: list[Any]) -> list[Any]:
+        if self.fails:
+            raise RuntimeError("compile worker 123 stopped answering")
+        self.jobs += jobs
+        return [(None, "does not build") if name.endswith("x") else (f"{name}@{rank}".encode(), "") for _, _, rank, name in jobs]
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch, graphs: list[cudnn.GraphOp]) -> FakePool:
+    """Graph 0 ranks two runtime-compiled plans (the second does not build), graph 1
+    one, graph 2 two; graph 1's plan is cached."""
+    fake = FakePool()
+    prebuilt.forget()
+    sigs = [graph_signature(op) for op in graphs]
+    fake.cached = {sigs[1]}  # type: ignore[attr-defined]
+    ranked = {sigs[0]: [(0, "eng4_a"), (3, "eng7_x")], sigs[1]: [(1, "eng4_b")], sigs[2]: [(0, "eng7_c"), (1, "eng7_d")]}
+    monkeypatch.setattr(prebuild, "_pool", lambda: fake)
+    monkeypatch.setattr(runtime, "handle_for", lambda device: "handle")
+    monkeypatch.setattr(runtime, "has_cached_plan", lambda signature, device: signature in fake.cached)  # type: ignore[attr-defined]
+    monkeypatch.setattr(prebuild, "_runtime_compiled", lambda op, handle: ranked[graph_signature(op)])
+    yield fake
+    prebuilt.forget()
+
+
+def test_runtime_compiled_plans_of_graphs_to_tune_are_built_once(graphs: list[cudnn.GraphOp], pool: FakePool) -> None:
+    cuda = torch.device("cuda", 0)
+    prebuild.precompile([*graphs, *graphs], cuda)  # a graph seen twice is built once
+    assert sorted((rank, name) for _, _, rank, name in pool.jobs) == [(0, "eng4_a"), (0, "eng7_c"), (1, "eng7_d"), (3, "eng7_x")]
+    assert {r: p.blob for r, p in prebuilt.prebuilt_for(graph_signature(graphs[0])).items()} == {0: b"eng4_a@0"}
+    assert {r: p.name for r, p in prebuilt.prebuilt_for(graph_signature(graphs[2])).items()} == {0: "eng7_c", 1: "eng7_d"}
+    assert not prebuilt.prebuilt_for(graph_signature(graphs[1])), "a cached plan is rebuilt from its record, not tuned"
+    assert all(device == 0 for _, device, _, _ in pool.jobs)
+    jobs = len(pool.jobs)
+    prebuild.precompile(graphs, cuda)
+    assert len(pool.jobs) == jobs, "plans built ahead once are not built again (the one that failed is left to tuning)"
+
+
+def test_a_spec_chosen_plan_and_a_lone_plan_are_left_to_tuning(graphs: list[cudnn.GraphOp], pool: FakePool) -> None:
+    from dnnc.ir.attrs import str_attr
+
+    spec_chosen = graphs[0].clone()
+    spec_chosen.plan = str_attr('{"engine": 4, "knobs": {}}')
+    prebuild.precompile([spec_chosen], torch.device("cuda", 0))
+    assert not pool.jobs
+    pool.cached.clear()  # type: ignore[attr-defined]
+    prebuild.precompile([graphs[1]], torch.device("cuda", 0))
+    assert not pool.jobs, "one plan is cheaper to build in place than to start workers for"
+
+
+def test_a_broken_pool_leaves_every_build_to_tuning(graphs: list[cudnn.GraphOp], pool: FakePool) -> None:
+    pool.fails = True
+    prebuild.precompile(graphs, torch.device("cuda", 0))
+    assert not prebuilt._KEPT
+
+
+def test_no_workers_are_started_off_the_gpu_or_with_one_compile_worker(graphs: list[cudnn.GraphOp], pool: FakePool) -> None:
+    from dnnc.knobs import override
+
+    prebuild.precompile(graphs, torch.device("cpu"))
+    with override(compile_workers=1):
+        prebuild.precompile(graphs, torch.device("cuda", 0))
+    assert not pool.jobs
