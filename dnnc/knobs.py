@@ -37,6 +37,10 @@ class Knobs:
     """Content-addressed caches (compiled kernels, measured plans) live under here. (DNNC_CACHE_DIR)"""
     cache: bool = True
     """Read and write the caches under ``cache_dir``; off recompiles everything. (DNNC_CACHE)"""
+    compile_cache: bool = True
+    """Reuse a whole earlier compile of the same module, inputs and settings, found by a
+    key computed before export (``compile_cache``), so a warm compile exports nothing.
+    (DNNC_COMPILE_CACHE)"""
     autotune: bool = True
     """Time every candidate plan or config on the GPU and keep the fastest; off takes the
     first heuristic choice. (DNNC_AUTOTUNE)"""
@@ -74,8 +78,9 @@ class Knobs:
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
     compile_workers: int = min(16, os.cpu_count() or 1)
     """Processes that compile the Triton configs an autotuned group tries, side by side
-    (through the kernel cache, so ``cache`` must be on); 0 or 1 compiles in this process.
-    (DNNC_COMPILE_WORKERS)"""
+    (through the kernel cache, so ``cache`` must be on), and (at most 8, each with a
+    CUDA context) that build cuDNN's runtime-compiled plans; 0 or 1 does both in this
+    process. (DNNC_COMPILE_WORKERS)"""
     kernel_compiler: Literal["auto", "nvcc", "nvrtc"] = "auto"
     """What compiles user kernels' ``.cu`` sources: ``auto`` takes nvcc where it is
     installed, else NVRTC. (DNNC_KERNEL_COMPILER)"""
@@ -89,6 +94,7 @@ _ENV = {
     "log_level": "DNNC_LOG_LEVEL",
     "cache_dir": "DNNC_CACHE_DIR",
     "cache": "DNNC_CACHE",
+    "compile_cache": "DNNC_COMPILE_CACHE",
     "autotune": "DNNC_AUTOTUNE",
     "cudnn_attention": "DNNC_CUDNN_ATTENTION",
     "gpu_backends": "DNNC_GPU_BACKENDS",
@@ -105,6 +111,7 @@ _ENV = {
 _BOOLS = (
     "verify_each_pass",
     "cache",
+    "compile_cache",
     "autotune",
     "cudnn_attention",
     "measure",

@@ -26,6 +26,8 @@ class StageRecord:
 @dataclass
 class CompileReport:
     stages: list[StageRecord] = field(default_factory=list)
+    reused: bool = False
+    """The compile was an earlier one's, found in the compile cache (``compile_cache``)."""
 
     def add(self, name: str, started: float, program: Program | None) -> None:
         ops = count_ops(program) if program is not None else 0

@@ -7,7 +7,8 @@
 # Steps (arguments, in order; default: all): tests gpu-tests bench
 #   tests      the whole suite (CPU and GPU tests), junit XML
 #   gpu-tests  only the tests marked gpu, $GPU_TEST_WORKERS (1) at a time (extra pytest args
-#              via $PYTEST_ARGS)
+#              via $PYTEST_ARGS, split at spaces: name tests by node id, not by a -k expression
+#              with spaces)
 #   gpu-smoke  the gpu tests of what changes most (the executor and its backends, artifacts,
 #              the partitioner's contest, specs, user kernels, the small models): a few
 #              minutes, so a break shows before the whole suite runs
@@ -23,8 +24,9 @@
 #   Test steps write each outcome to $OUT/live.jsonl as it ends (scripts/pytest_live.py).
 #   bench      the benchmarks (compiler speed, cuDNN block + ResNet-50, Triton bandwidth)
 #   compile-time  cold and warm whole compiles and the artifact's load, the cold one profiled
-#              (bench/compile_time.py; $COMPILE_TIMM: timm models at 64x64, batch 2;
-#              $COMPILE_WORKLOADS: bench workloads; $COMPILE_POLICIES: auto,greedy)
+#              (bench/compile_time.py; $COMPILE_TIMM: timm models at 64x64, batch 2, set empty
+#              for none; $COMPILE_WORKLOADS: bench workloads; $COMPILE_POLICIES: auto,greedy;
+#              $COMPILE_PROFILE=1 profiles the cold compiles)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -95,8 +97,10 @@ for step in $steps; do
         [ -f "$b" ] && { python3 "$b" --out "$OUT" 2>&1 | tee "$OUT/$(basename "$b" .py).log" || status=1; }
       done ;;
     compile-time)
-      python3 bench/compile_time.py --timm "${COMPILE_TIMM:-mobilenetv2_100,ghostnet_100,tf_efficientnet_b0}" \
-        --workloads "${COMPILE_WORKLOADS:-}" --policies "${COMPILE_POLICIES:-auto,greedy}" --out "$OUT" 2>&1 | tee "$OUT/compile-time.log" || status=1 ;;
+      # shellcheck disable=SC2086
+      python3 bench/compile_time.py --timm "${COMPILE_TIMM-mobilenetv2_100,ghostnet_100,tf_efficientnet_b0}" \
+        --workloads "${COMPILE_WORKLOADS:-}" --policies "${COMPILE_POLICIES:-auto,greedy}" ${COMPILE_PROFILE:+--profile} \
+        --out "$OUT" 2>&1 | tee "$OUT/compile-time.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

@@ -9,6 +9,10 @@ import zlib
 
 # JAX shares the GPU with torch in the tests: without this, XLA takes 75% of its memory at start.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# Tests compile: a whole compile found in the compile cache (an earlier test's or run's,
+# through the shared cache directory) would be loaded instead. tests/test_compile_cache.py
+# turns it on where it is what is tested.
+os.environ.setdefault("DNNC_COMPILE_CACHE", "0")
 
 import pytest
 import torch

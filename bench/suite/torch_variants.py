@@ -125,6 +125,7 @@ def dnnc_variants(
         row = measure(f"dnnc {policy}", build, reference)
         if built:
             row |= stopgaps(built[0])
+            row["compile_reused"] = built[0].report.reused  # compile_s is then a load from the compile cache
         rows.append(row)
     return rows
 

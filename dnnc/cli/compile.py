@@ -127,7 +127,8 @@ def _compile_showing_progress(name: str, compile_it: Callable[[], Any]) -> Any:
         progress.watching(lambda p: status.update(f"compiling {escape(name)}: {escape(p.line())}")) as counts,
     ):
         compiled = compile_it()
-    done = [f"compiled {name} in {time.perf_counter() - started:.1f} s"]
+    reused = " (an earlier compile, from the compile cache)" if compiled.report.reused else ""
+    done = [f"compiled {name} in {time.perf_counter() - started:.1f} s{reused}"]
     if counts.to_time:
         done.append(f"{counts.timed} candidate groups timed")
     if counts.kernels:
