@@ -38,6 +38,10 @@ def compile(  # noqa: A001 - the public name users expect
         cached = compile_cache.load_cached(key, target, cuda_graph) if key is not None else None
         if cached is not None:
             return cached
+    if target == "cuda":
+        from dnnc.runtime.kernel_backends import start_workers
+
+        start_workers()  # while export runs
     report = CompileReport()
     ep = exported_program(model, example_inputs, report)
     program = canonicalize(ep, report)
@@ -61,6 +65,10 @@ def compile_program(
     from dnnc.pipeline import run_stage
 
     target = resolve_device(device)
+    if target == "cuda":
+        from dnnc.runtime.kernel_backends import start_workers
+
+        start_workers()  # while the program is canonicalized
     report = CompileReport()
     run_stage(program, stage, report)
     executor = lower_for_gpu(program, report) if target == "cuda" else None

@@ -115,6 +115,35 @@ class WorkerPool:
                 raise errors[0]
             return results
 
+    def start_ahead(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        """Start the workers now, in a background thread, each running ``fn(arg)`` once
+        (the imports its jobs need: seconds per worker), so that the first ``map``, which
+        waits for this, finds them ready. A warm-up that fails leaves ``map`` to start
+        fresh workers."""
+
+        def start() -> None:
+            with self._lock:
+                if self._workers:
+                    return
+                self._workers = [_Worker() for _ in range(self.count)]
+                failed: list[Exception] = []
+
+                def ready(worker: _Worker) -> None:
+                    try:
+                        worker.call(fn, arg)
+                    except Exception as e:
+                        failed.append(e)
+
+                threads = [threading.Thread(target=ready, args=(w,), daemon=True) for w in self._workers]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                if failed:
+                    self._close_workers()
+
+        threading.Thread(target=start, daemon=True).start()
+
     def close(self) -> None:
         with self._lock:
             self._close_workers()

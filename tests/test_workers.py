@@ -64,3 +64,18 @@ def test_a_job_that_raises_keeps_the_workers(pool: WorkerPool) -> None:
         pool.map(math.factorial, [-1])
     assert [w.proc.pid for w in pool._workers] == pids
     assert pool.map(math.factorial, [3]) == [6]
+
+
+def test_workers_started_ahead_are_the_ones_map_uses(pool: WorkerPool) -> None:
+    pool.start_ahead(math.factorial, 3)
+    assert pool.map(math.factorial, [4, 5]) == [24, 120]  # (waits for the warm-up)
+    pids = [w.proc.pid for w in pool._workers]
+    assert len(pids) == 2
+    pool.start_ahead(math.factorial, 3)  # started already: nothing happens
+    assert pool.map(math.factorial, [6]) == [720]
+    assert [w.proc.pid for w in pool._workers] == pids
+
+
+def test_a_warm_up_that_fails_leaves_map_to_start_fresh_workers(pool: WorkerPool) -> None:
+    pool.start_ahead(os._exit, 3)
+    assert pool.map(math.factorial, [4, 5]) == [24, 120]

@@ -125,6 +125,9 @@ class KernelBackend:
     """Given top-level ops (of one program or several) and the device: compile their
     kernels side by side, so that building them one by one finds them compiled. Only
     at compile time: an artifact's load builds from its records."""
+    start_workers: Callable[[], None] | None = None
+    """Start, in the background, the worker processes ``precompile`` will use, while a
+    GPU compile exports and lowers the model."""
     gpu_only: bool = False
     """Off a GPU its ops run through their reference rules (torch ops)."""
     spec: SpecChoice | None = None

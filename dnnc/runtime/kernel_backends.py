@@ -49,6 +49,18 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
         thread.join()
 
 
+def start_workers() -> None:
+    """Start every backend's worker processes in the background (a GPU compile calls
+    this before it exports, so they are ready when the first kernels are compiled);
+    a backend that cannot start them compiles without them."""
+    for backend in KERNEL_BACKENDS:
+        if backend.start_workers is not None:
+            try:
+                backend.start_workers()
+            except Exception as e:
+                log.info("dnnc: starting the %s workers ahead failed: %s: %s", backend.name, type(e).__name__, e)
+
+
 def recording_backends() -> list[KernelBackend]:
     """The backends whose kernels an artifact records, one member each."""
     return [b for b in KERNEL_BACKENDS if b.parse_records is not None]

@@ -187,6 +187,20 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
         return 0
 
 
+def start_workers() -> None:
+    """Start the compile workers while the compile does other work (export takes
+    seconds): each takes 3-4 s to start and import Triton and this module, which the
+    first ``precompile`` would otherwise wait for."""
+    settings = knobs.get()
+    if settings.compile_workers >= 2 and settings.cache and not interpreting():
+        _workers(settings.compile_workers).start_ahead(_ready, None)
+
+
+def _ready(_: Any) -> bool:
+    """A worker's first job: unpickling it imports this module (and Triton)."""
+    return True
+
+
 @functools.cache
 def _workers(count: int) -> WorkerPool:
     """One pool per process, its workers started on first use and kept."""

@@ -136,6 +136,12 @@ def _regroup(module: Any) -> None:
     TritonFuse().apply(make_context(), module)
 
 
+def _start_workers() -> None:
+    from dnnc.backends.triton.compiler import start_workers
+
+    start_workers()
+
+
 TRITON = KernelBackend(
     "triton",
     takes=is_triton_group,
@@ -144,5 +150,6 @@ TRITON = KernelBackend(
     parse_records=parse_records,
     regroup=_regroup,
     precompile=precompile_lowered,
+    start_workers=_start_workers,
     spec=TRITON_SPEC,
 )
