@@ -7,8 +7,8 @@ convolution with and without its epilogue can disagree. On an H100 the cover
 cudnn-only program. So ``auto``'s cover and the covers the single-backend
 policies take from the same priced candidates, where predicted close to the
 cheapest, are each built complete on a copy of the module (with the stages that
-follow the partitioner) and timed as one CUDA-graph replay on fresh random inputs;
-the fastest wins. The winner's program and executor, built and tuned for the
+follow the partitioner; a cover two policies share once) and timed as one
+CUDA-graph replay on fresh random inputs; the fastest wins. The winner's program and executor, built and tuned for the
 contest, are what the compile goes on with (``Built``); the others are let go as
 soon as one beats them. The winner is cached by content (``contest_key``): a warm
 compile builds no contender and the pipeline builds the winner once, from the
@@ -100,15 +100,20 @@ def build_and_time(program: Program, build: Build) -> Built | None:
 
 def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> tuple[str, dict[str, Any], Built | None]:
     """Build and time the contenders (name -> predicted ms, build) predicted within
-    ``MARGIN`` of the cheapest; returns the fastest one's name (the first contender
-    when none could be timed), what was found, and the fastest one as built (None
-    when none could be timed)."""
+    ``MARGIN`` of the cheapest, each distinct program once (a build with the ``cover``
+    of one built before is that program: a policy's cover is often another's); returns
+    the fastest one's name (the first contender when none could be timed), what was
+    found, and the fastest one as built (None when none could be timed)."""
     cheapest = min(predicted for predicted, _ in contenders.values())
     report: dict[str, Any] = {}
     fastest: tuple[str, Built] | None = None
+    covers: dict[Any, str] = {}
     for name, (predicted, build) in contenders.items():
         entry: dict[str, Any] = {"predicted_ms": predicted}
-        if predicted > MARGIN * cheapest:
+        cover = getattr(build, "cover", None)
+        if cover is not None and cover in covers:  # the same groups and configs: the same program
+            entry.update(program_ms=report[covers[cover]].get("program_ms"), same_program_as=covers[cover])
+        elif predicted > MARGIN * cheapest:
             entry["skipped"] = f"predicted over {MARGIN}x the cheapest cover"
         else:
             progress.stage(f"gpu-partition: timing {name}'s whole program")
@@ -117,6 +122,8 @@ def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> 
             if built is not None and (fastest is None or built.ms < fastest[1].ms):
                 fastest = (name, built)  # the one it beats goes back to the allocator
             del built  # a slower one is not kept while the next contender is built
+            if cover is not None:
+                covers[cover] = name
         report[name] = entry
     if fastest is None:
         return next(iter(contenders)), report, None

@@ -41,6 +41,8 @@ def explain_lines(record: Mapping[str, Any], alternatives: bool = True) -> Itera
                 found = "did not build" if c["program_ms"] is None else f"measured {_ms(c['program_ms'])}"
             else:
                 found = c["skipped"]
+            if "same_program_as" in c:
+                found += f" (the same program as {c['same_program_as']}'s: built once)"
             yield f"  {name:<12} predicted {_ms(c['predicted_ms'])}  {found}"
     e = record["estimate_error"]
     if e["count"]:

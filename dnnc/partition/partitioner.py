@@ -227,6 +227,13 @@ class Contender:
     configs: Mapping[Operation, dict[str, int]]
     prefixes: Mapping[Operation, Sequence[Candidate]]
 
+    @property
+    def cover(self) -> tuple[frozenset[int], frozenset[tuple[int, tuple[tuple[str, int], ...]]]]:
+        """What makes the program: the chosen candidates and the configs, by identity
+        (two policies whose covers are equal build the same program)."""
+        configs = frozenset((id(op), tuple(sorted(c.items()))) for op, c in self.configs.items())
+        return frozenset(id(c) for c in self.chosen), configs
+
     def __call__(self, copy: ModuleOp, ops: Mapping[Operation, Operation], store: ParamStore) -> None:
         mark_sites(self.chosen, self.prefixes, ops)
         realize(self.chosen, ops)

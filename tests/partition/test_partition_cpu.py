@@ -282,6 +282,51 @@ def test_roofline_counts_fusion_in_bytes() -> None:
     assert peaks_for("NVIDIA H100 80GB HBM3") is H100 and not peaks_for(None).measured
 
 
+def test_a_cover_two_policies_share_is_built_once(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from dnnc.partition import contest
+
+    built: list[str] = []
+
+    def fake_build(program, build):
+        built.append(build.name)
+        return contest.Built(None, f"{build.name} executor", {"auto": 2.0, "cudnn-only": 3.0}[build.name])
+
+    monkeypatch.setattr(contest, "build_and_time", fake_build)
+    same = ("the same groups", "the same configs")
+    contenders = {
+        "auto": (1.0, SimpleNamespace(name="auto", cover=same)),
+        "cudnn-only": (1.1, SimpleNamespace(name="cudnn-only", cover=("other groups", ()))),
+        "triton-only": (1.0, SimpleNamespace(name="triton-only", cover=same)),
+    }
+    winner, report, fastest = contest.contest(None, contenders)
+    assert built == ["auto", "cudnn-only"], "triton-only's cover is auto's: its program is not built again"
+    assert winner == "auto" and fastest is not None and fastest.executor == "auto executor"
+    assert report["triton-only"] == {"predicted_ms": 1.0, "program_ms": 2.0, "same_program_as": "auto"}
+    totals = dict.fromkeys(("chosen_ms", "cudnn_only_ms", "triton_only_ms", "estimated_ms"), 1.0)
+    totals |= {
+        "nodes": 3,
+        "candidates": 5,
+        "unique_lowered": 2,
+        "measured": 5,
+        "dropped": [],
+        "search_states": 9,
+        "pricing_s": 0.1,
+    }
+    record = {
+        "measured": True,
+        "policy": "auto",
+        "device": "GPU X",
+        "groups": [],
+        "totals": totals,
+        "programs": {"winner": winner, "contenders": report},
+        "estimate_error": {"count": 0},
+    }
+    shown = [line for line in explain_lines(record) if line.strip().startswith("triton-only  predicted")]
+    assert shown and "measured" in shown[0] and "the same program as auto's" in shown[0], shown
+
+
 def test_contest_times_close_contenders_and_takes_the_fastest(monkeypatch) -> None:
     from dnnc.partition import contest
 
@@ -367,11 +412,13 @@ def test_the_compile_goes_on_with_the_contest_winner_as_built(monkeypatch, own_c
     expected = flat(eager_exact(model, [x]))[0]
     with knobs.override(partition="auto"):
         executor = lower_for_gpu(program, backends=["cudnn", "triton"])
-    assert executor == "cudnn-only executor"
-    assert all(b.base_dir == own_cache for b in built.values()), "contenders resolve paths as the program does"
-    assert program.module is built["cudnn-only"].module and program.params is built["cudnn-only"].params
     record = program.metadata["decisions"]
-    assert record["policy"] == "auto" and record["programs"]["winner"] == "cudnn-only"
+    winner = record["programs"]["winner"]
+    assert winner == min(built, key=times.__getitem__), "the fastest of the programs built (a shared cover is built once)"
+    assert executor == f"{winner} executor"
+    assert all(b.base_dir == own_cache for b in built.values()), "contenders resolve paths as the program does"
+    assert program.module is built[winner].module and program.params is built[winner].params
+    assert record["policy"] == "auto"
     assert list(marked_sites(program)), "the contender carries the spec sites, as the partitioned module does"
     assert_matches(run_reference(program, [x])[0], expected, torch.float16)
 
