@@ -104,11 +104,7 @@ class WorkerPool:
                     except Exception as e:
                         errors.append(e)
 
-            threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in self._workers]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            self._on_each_worker(drive)
             if any(isinstance(e, PoolBroken) for e in errors):
                 self._close_workers()
             if errors:
@@ -134,15 +130,19 @@ class WorkerPool:
                     except Exception as e:
                         failed.append(e)
 
-                threads = [threading.Thread(target=ready, args=(w,), daemon=True) for w in self._workers]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
+                self._on_each_worker(ready)
                 if failed:
                     self._close_workers()
 
         threading.Thread(target=start, daemon=True).start()
+
+    def _on_each_worker(self, work: Callable[[_Worker], None]) -> None:
+        """``work(worker)`` for every worker, side by side (a thread each: they wait on pipes)."""
+        threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in self._workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def close(self) -> None:
         with self._lock:
