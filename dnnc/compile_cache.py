@@ -54,9 +54,9 @@ log = logging.getLogger("dnnc.compile")
 COMPILES = ContentCache("compiles")
 """Artifacts of whole compiles, by ``model_key``."""
 
-MAX_STORED_BYTES = 4 << 30
-"""Compiles whose parameters exceed this are not stored (the cache would hold a copy
-of every large model compiled)."""
+MAX_STORED_BYTES = 2 << 30
+"""Compiles whose parameters exceed this are not stored: the cache would hold a copy of
+every large model compiled, and storing one holds the artifact in memory about twice."""
 
 COMPILE_SETTINGS = (
     "device",
