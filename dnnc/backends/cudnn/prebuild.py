@@ -89,13 +89,10 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
 def _runtime_compiled(op: dialect.GraphOp, handle: Any) -> list[tuple[int, str]]:
     """(rank, engine tag) of the runtime-compiled plans among the ones tuning builds:
     the first ``MAX_TIMED_PLANS`` when autotuning, else the first."""
-    from dnnc.backends.cudnn.runtime import MAX_TIMED_PLANS, _front, _plan_name, load_frontend
+    from dnnc.backends.cudnn.runtime import MAX_TIMED_PLANS, _plan_name, _ranked
 
-    cudnn = load_frontend()
     try:
-        g = _front(op, handle).graph
-        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-        g.check_support()
+        g = _ranked(op, handle).graph
         count = g.get_execution_plan_count()
     except Exception:  # tuning says why
         return []
@@ -153,17 +150,14 @@ def build_serialized(job: tuple[str, int, int, str]) -> tuple[bytes | None, str]
     """In a worker: build plan ``index`` of the graph in ``text`` on GPU ``device`` and
     serialize it; (None, why) when it does not build or serialize here, or is not the
     plan named ``name`` here."""
-    from dnnc.backends.cudnn.runtime import _front, _plan_name, handle_for, load_frontend, serialized_plan
+    from dnnc.backends.cudnn.runtime import _plan_name, _ranked, handle_for, serialized_plan
     from dnnc.ir.text import parse_ir
 
     text, device, index, name = job
-    cudnn = load_frontend()
     op = next(o for o in parse_ir(text, verify=False).walk() if isinstance(o, dialect.GraphOp))
     handle = handle_for(torch.device("cuda", device))
     try:
-        g = _front(op, handle).graph
-        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-        g.check_support()
+        g = _ranked(op, handle).graph
         if _plan_name(g, index) != name:
             return None, f"plan {index} is {_plan_name(g, index)} in the worker, not {name}"
         g.build_plan_at_index(index)

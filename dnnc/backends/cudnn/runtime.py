@@ -363,6 +363,16 @@ def _front(op: dialect.GraphOp, handle: Any) -> _Builder:
     return b
 
 
+def _ranked(op: dialect.GraphOp, handle: Any) -> _Builder:
+    """The graph with its plans ranked by the heuristics (A, then FALLBACK) and checked:
+    what tuning, a rebuild by engine tag and a build worker index plans in."""
+    cudnn = load_frontend()
+    b = _front(op, handle)
+    b.graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    b.graph.check_support()
+    return b
+
+
 def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str) -> CudnnGraphKernel:
     """Heuristics rank the plans; without autotuning the first that builds is kept,
     with it the first ``MAX_TIMED_PLANS`` that build are timed on fresh inputs (only
@@ -370,10 +380,8 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str
     ``prebuild`` built in a worker is deserialized rather than built again."""
     cudnn = load_frontend()
     try:  # host-side queries of the library: a refusal here is its answer for this graph
-        b = _front(op, handle)
+        b = _ranked(op, handle)
         g = b.graph
-        g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-        g.check_support()
     except GraphUnsupported:
         raise
     except Exception as e:
@@ -544,11 +552,8 @@ def _rebuild_by_knobs(op: dialect.GraphOp, device: torch.device, handle: Any, re
 
 
 def _rebuild_by_name(op: dialect.GraphOp, device: torch.device, handle: Any, record: PlanRecord) -> CudnnGraphKernel:
-    cudnn = load_frontend()
-    b = _front(op, handle)
+    b = _ranked(op, handle)
     g = b.graph
-    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    g.check_support()
     for i in range(g.get_execution_plan_count()):
         if _plan_name(g, i) == record.name:
             g.build_plan_at_index(i)
