@@ -43,7 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
-from dnnc import knobs
+from dnnc import knobs, progress
 
 RESULTS = Path(__file__).with_name("results")
 PROFILED = ("dnnc", "triton", "cudnn")
@@ -65,7 +65,7 @@ def build(spec: str, batch: int, size: int, dtype: torch.dtype, device: str) -> 
     return model, tuple((x.to(dtype) if x.is_floating_point() else x).to(device) for x in inputs)
 
 
-def compile_once(spec: str, args: argparse.Namespace) -> tuple[float, dnnc.CompiledModule]:
+def compile_once(spec: str, args: argparse.Namespace) -> tuple[float, dnnc.CompiledModule, tuple[Any, ...]]:
     model, inputs = build(spec, args.batch, args.size, getattr(torch, args.dtype), args.device)
     started = time.perf_counter()
     compiled = dnnc.compile(model, inputs, device=args.device)
@@ -73,7 +73,27 @@ def compile_once(spec: str, args: argparse.Namespace) -> tuple[float, dnnc.Compi
         compiled(*inputs)  # a CUDA graph is captured on the first call: part of what the user waits for
     if args.device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - started, compiled
+    return time.perf_counter() - started, compiled, inputs
+
+
+def run_ms(compiled: dnnc.CompiledModule, inputs: tuple[Any, ...], calls: int = 200) -> float | None:
+    """Median GPU ms of one call of the compiled program (its CUDA graph replayed),
+    from events around each of ``calls`` calls after a warm-up: how fast what the
+    compile chose runs, so a change to compile time shows what it costs at run time."""
+    if not torch.cuda.is_available():
+        return None
+    times = []
+    with torch.no_grad():
+        for _ in range(10):
+            compiled(*inputs)
+        for _ in range(calls):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            compiled(*inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return round(sorted(times)[len(times) // 2], 4)
 
 
 def top_functions(profile: cProfile.Profile) -> list[dict[str, Any]]:
@@ -93,13 +113,19 @@ def cold(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     profile = cProfile.Profile() if args.profile else None
     if profile is not None:
         profile.enable()
-    seconds, compiled = compile_once(spec, args)
+    with progress.watching(lambda _: None) as watched:
+        seconds, compiled, inputs = compile_once(spec, args)
     if profile is not None:
         profile.disable()
     summary = compiled.summary()
     return {
         "cold_s": round(seconds, 2),
+        "run_ms": run_ms(compiled, inputs) if args.device == "cuda" else None,
         "stages": [{"name": s.name, "seconds": round(s.seconds, 3), "ops": s.ops} for s in compiled.report.stages],
+        "spans": {
+            name: {"seconds": round(s.seconds, 3), "calls": s.calls, "items": s.items}
+            for name, s in sorted(watched.spans.items(), key=lambda kv: -kv[1].seconds)
+        },
         "steps": summary["steps"],
         "torch_ops": summary["torch_ops"],
         "fallbacks": len(summary["fallbacks"]),
@@ -156,6 +182,7 @@ def main() -> None:
     parser.add_argument("--policies", default=knobs.get().partition, help="partition policies, comma-separated")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--profile", action="store_true", help="profile the cold compile (slows it down)")
+    parser.add_argument("--name", default="", help="added to the result file's name (runs of one day apart)")
     parser.add_argument("--cold-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warm-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--load-only", default=None, help=argparse.SUPPRESS)
@@ -165,7 +192,7 @@ def main() -> None:
         print(json.dumps(cold(args.cold_only, args)))
         return
     if args.warm_only:
-        seconds, compiled = compile_once(args.warm_only, args)
+        seconds, compiled, _ = compile_once(args.warm_only, args)
         compiled.save(args.artifact)
         print(seconds)
         return
@@ -187,6 +214,7 @@ def main() -> None:
         "device": device,
         "versions": _versions(),
         "compile_workers": knobs.get().compile_workers,
+        "tune_floor_us": knobs.get().tune_floor_us,
         "settings": {
             "batch": args.batch,
             "size": args.size,
@@ -197,7 +225,7 @@ def main() -> None:
         "results": [],
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"compile-time-{today}-{args.device}.json"
+    path = args.out / f"compile-time-{today}-{args.device}{'-' + args.name if args.name else ''}.json"
     for spec in specs:
         for policy in args.policies.split(","):
             with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as directory:
@@ -211,11 +239,13 @@ def main() -> None:
             path.write_text(json.dumps(record, indent=2) + "\n")  # what a later model's failure or a time limit leaves
             print(
                 f"{spec:32s} {policy:12s} cold {row['cold_s']:8.2f} s   rewarm {row['rewarm_s']:7.2f} s   warm {row['warm_s']:7.2f} s   "
-                f"load {row['load_s']:6.2f} s   steps {row['steps']}",
+                f"load {row['load_s']:6.2f} s   run {row['run_ms']} ms   steps {row['steps']}",
                 flush=True,
             )
             for stage in row["stages"]:
                 print(f"    {stage['name']:40s} {stage['seconds']:8.2f} s")
+            for name, s in row["spans"].items():
+                print(f"      {name:44s} {s['seconds']:8.2f} s {s['calls']:5d}x {s['items']:6d} items")
             for fn in row["profile"][:12]:
                 print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
     print(f"wrote {path}")

@@ -62,6 +62,7 @@ COMPILE_SETTINGS = (
     "device",
     "reference_precision",
     "autotune",
+    "tune_floor_us",
     "cudnn_attention",
     "partition",
     "measure",

@@ -44,6 +44,13 @@ class Knobs:
     autotune: bool = True
     """Time every candidate plan or config on the GPU and keep the fastest; off takes the
     first heuristic choice. (DNNC_AUTOTUNE)"""
+    tune_floor_us: float = 0.0
+    """A Triton kernel whose roofline floor (its bytes at the copy rate, its FLOPs at the
+    tensor-core rate: ``roofline.floor_us``) is under this many microseconds is
+    launch-bound: autotuning times its first and its most parallel config instead of
+    all (``configs.launch_bound_pair``). 0 (the default) times every config: at 4, the
+    cold compiles of mobilenetv2 and ghostnet (64x64, batch 2, H200) took 1-2 s less
+    and ran 0.5% and 2.6% slower (BENCHMARKS.md). (DNNC_TUNE_FLOOR_US)"""
     cudnn_attention: bool = False
     """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
     its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
@@ -96,6 +103,7 @@ _ENV = {
     "cache": "DNNC_CACHE",
     "compile_cache": "DNNC_COMPILE_CACHE",
     "autotune": "DNNC_AUTOTUNE",
+    "tune_floor_us": "DNNC_TUNE_FLOOR_US",
     "cudnn_attention": "DNNC_CUDNN_ATTENTION",
     "gpu_backends": "DNNC_GPU_BACKENDS",
     "partition": "DNNC_PARTITION",
@@ -142,6 +150,14 @@ def _parse(field: str, raw: str) -> object:
         if workers < 0:
             raise SettingsError(f"{_ENV[field]}={raw!r}: expected 0 (compile in this process) or more workers")
         return workers
+    if field == "tune_floor_us":
+        try:
+            floor = float(raw)
+        except ValueError:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected a number of microseconds") from None
+        if not floor >= 0:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected 0 (time every config) or more microseconds")
+        return floor
     if field == "dump_dir":
         return Path(raw) if raw else None
     if field == "cache_dir":

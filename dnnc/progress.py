@@ -12,8 +12,9 @@ no GPU time again).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -25,6 +26,10 @@ class Progress:
     """Candidate groups the partitioner asked times of."""
     kernels: int = 0
     """Kernels built for executors (cuDNN plans, Triton kernels), contenders' included."""
+    spans: dict[str, Span] = field(default_factory=dict)
+    """Wall time and count of each named piece of work (``span``), for a compile-time
+    breakdown finer than the pipeline's stages (spans nest and overlap across threads:
+    each is inclusive of what runs inside it)."""
 
     def line(self) -> str:
         parts = [self.stage] if self.stage else []
@@ -33,6 +38,13 @@ class Progress:
         if self.kernels:
             parts.append(f"{self.kernels} kernels built")
         return ", ".join(parts)
+
+
+@dataclass
+class Span:
+    seconds: float = 0.0
+    calls: int = 0
+    items: int = 0
 
 
 Listener = Callable[[Progress], None]
@@ -65,3 +77,26 @@ def add(*, timed: int = 0, to_time: int = 0, kernels: int = 0) -> None:
         progress.to_time += to_time
         progress.kernels += kernels
         listener(progress)
+
+
+@contextlib.contextmanager
+def span(name: str) -> Iterator[None]:
+    """Time the block under ``name`` in the watched compile's ``spans``; nothing when
+    nobody watches."""
+    if _watched is None:
+        yield
+        return
+    progress = _watched[0]
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        entry = progress.spans.setdefault(name, Span())
+        entry.seconds += time.perf_counter() - started
+        entry.calls += 1
+
+
+def tally(name: str, items: int) -> None:
+    """Add ``items`` (kernels compiled, plans built) to span ``name``'s count."""
+    if _watched is not None:
+        _watched[0].spans.setdefault(name, Span()).items += items

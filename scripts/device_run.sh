@@ -26,7 +26,7 @@
 #   compile-time  cold and warm whole compiles and the artifact's load, the cold one profiled
 #              (bench/compile_time.py; $COMPILE_TIMM: timm models at 64x64, batch 2, set empty
 #              for none; $COMPILE_WORKLOADS: bench workloads; $COMPILE_POLICIES: auto,greedy;
-#              $COMPILE_PROFILE=1 profiles the cold compiles)
+#              $COMPILE_PROFILE=1 profiles the cold compiles; $COMPILE_NAME goes into the file names)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -100,7 +100,7 @@ for step in $steps; do
       # shellcheck disable=SC2086
       python3 bench/compile_time.py --timm "${COMPILE_TIMM-mobilenetv2_100,ghostnet_100,tf_efficientnet_b0}" \
         --workloads "${COMPILE_WORKLOADS:-}" --policies "${COMPILE_POLICIES:-auto,greedy}" ${COMPILE_PROFILE:+--profile} \
-        --out "$OUT" 2>&1 | tee "$OUT/compile-time.log" || status=1 ;;
+        ${COMPILE_NAME:+--name "$COMPILE_NAME"} --out "$OUT" 2>&1 | tee "$OUT/compile-time${COMPILE_NAME:+-$COMPILE_NAME}.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

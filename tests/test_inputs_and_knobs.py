@@ -87,6 +87,7 @@ def test_knobs_from_environment() -> None:
     )
     assert knobs.from_env({}) == knobs.Knobs()
     assert knobs.from_env({"DNNC_COMPILE_WORKERS": "3"}).compile_workers == 3
+    assert knobs.from_env({"DNNC_TUNE_FLOOR_US": "2.5"}).tune_floor_us == 2.5
 
 
 @pytest.mark.parametrize(
@@ -95,6 +96,9 @@ def test_knobs_from_environment() -> None:
         ({"DNNC_DEVICE": "tpu"}, "DNNC_DEVICE='tpu': expected one of auto, cpu, cuda"),
         ({"DNNC_VERIFY_EACH_PASS": "maybe"}, "expected 1/0"),
         ({"DNNC_COMPILE_WORKERS": "many"}, "DNNC_COMPILE_WORKERS='many': expected a whole number"),
+        ({"DNNC_TUNE_FLOOR_US": "-1"}, "expected 0 \\(time every config\\) or more microseconds"),
+        ({"DNNC_TUNE_FLOOR_US": "nan"}, "expected 0"),
+        ({"DNNC_TUNE_FLOOR_US": "fast"}, "expected a number of microseconds"),
     ],
 )
 def test_knobs_reject_bad_values(env: dict[str, str], message: str) -> None:

@@ -11,7 +11,7 @@ import torch
 
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, numel, torch_dtype
-from dnnc.partition.cost import op_flops
+from dnnc.ir.work import op_flops
 
 FLOAT_BYTES = 2
 """The suite runs fp16: floating values count two bytes whatever the program's dtype."""

@@ -86,10 +86,13 @@ def build_and_time(program: Program, build: Build) -> Built | None:
     from dnnc.timing import device_time_ms
 
     try:
-        contender = contender_program(program, build)
-        executor = GpuExecutor(contender, torch.device("cuda"))
+        with progress.span("contest: lower a contender"):
+            contender = contender_program(program, build)
+        with progress.span("contest: build a contender"):
+            executor = GpuExecutor(contender, torch.device("cuda"))
         inputs = random_inputs(executor)
-        ms = device_time_ms(lambda: executor.run(inputs))
+        with progress.span("contest: time a contender"):
+            ms = device_time_ms(lambda: executor.run(inputs))
         torch.cuda.synchronize()
         executor.index_check.clear()  # random inputs may index out of range; the user's calls start clean
         return Built(contender, executor, ms)

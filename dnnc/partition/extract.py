@@ -18,7 +18,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from dnnc.ir import tcp
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
-from dnnc.partition.cost import boundary_values
+from dnnc.ir.work import boundary_values
 
 
 def extract(ops: Sequence[Operation], params: ParamStore) -> Program:

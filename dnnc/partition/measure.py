@@ -122,8 +122,9 @@ def known_refusal(candidate: Candidate, text: str) -> str | None:
 
 def timing_environment() -> dict[str, Any]:
     """What a measured time depends on besides the program: dnnc and library
-    versions, the GPU and the autotune setting."""
-    return {**_here(), "autotune": knobs.get().autotune}
+    versions, the GPU and the autotune settings."""
+    settings = knobs.get()
+    return {**_here(), "autotune": settings.autotune, "tune_floor_us": settings.tune_floor_us}
 
 
 def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float:
@@ -135,7 +136,7 @@ def time_alone(candidate: Candidate, program: Program, device: torch.device, tex
     from dnnc.runtime.profile import random_inputs, step_buffers
     from dnnc.timing import device_time_ms
 
-    executor = GpuExecutor(program, device, precompile=False)  # its round compiled the kernels ahead
+    executor = GpuExecutor(program, device, precompile=False, give_back=False)  # its round compiled the kernels ahead
     if executor.fallbacks:
         first = executor.fallbacks[0]
         log.info("partition: %s fell back when built alone: %s", candidate.label, first.reason)

@@ -42,7 +42,6 @@ from dnnc.partition import DECISIONS_ATTR, memo
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import POLICIES, Candidate, graph_nodes, node_preds, policy_candidates
 from dnnc.partition.contest import CONTESTS, Built, contest, contest_key
-from dnnc.partition.cost import peaks_for
 from dnnc.partition.cover import Cover, NoCover, best_cover
 from dnnc.partition.enumeration import enumerate_candidates
 from dnnc.partition.pricing import PricingReport, Times, measure, price, recost, should_measure
@@ -50,6 +49,7 @@ from dnnc.partition.realize import realize
 from dnnc.partition.spec_apply import Applied, apply_specs, mark_configs
 from dnnc.partition.spec_apply import active as active_specs
 from dnnc.partition.spec_facts import library_roots, mark_sites
+from dnnc.roofline import peaks_for
 from dnnc.specs.library import Resolved
 
 log = logging.getLogger("dnnc.partition")
@@ -112,8 +112,10 @@ class Partition(ParamPass):
             return None
         peaks = peaks_for(device_name())
         measured = should_measure()
-        candidates = enumerate_candidates(nodes, self.backends or available_backends(), self.policy)
-        priced, pricing = price(candidates, params, peaks)
+        with progress.span("partition: enumerate candidates"):
+            candidates = enumerate_candidates(nodes, self.backends or available_backends(), self.policy)
+        with progress.span("partition: estimate and check lowering"):
+            priced, pricing = price(candidates, params, peaks)
         specs = active_specs()
         applied = apply_specs(priced, specs[0]) if specs is not None else None
         if applied is not None:
@@ -123,7 +125,8 @@ class Partition(ParamPass):
         preds = node_preds(nodes)
         if measured:
             progress.stage("gpu-partition: timing candidate groups")
-            priced = measure_what_matters(preds, priced, params, pricing)
+            with progress.span("partition: time candidate groups"):
+                priced = measure_what_matters(preds, priced, params, pricing)
         return Priced(nodes, preds, priced, pricing, peaks.name, measured, applied, specs)
 
     def whole_program_check(
@@ -155,7 +158,8 @@ class Partition(ParamPass):
         if isinstance(found, dict) and found.get("winner") in contenders:
             winner, programs = found["winner"], {**found, "cached": True}
         else:
-            winner, report, built = contest(whole, contenders)
+            with progress.span("partition: whole-program contest"):
+                winner, report, built = contest(whole, contenders)
             programs = {"winner": winner, "contenders": report}
             if any(c.get("program_ms") is not None for c in report.values()):
                 CONTESTS.put_json(key, programs)

@@ -28,11 +28,13 @@ import torch
 
 from dnnc import knobs, progress
 from dnnc.errors import DnncError
+from dnnc.ir.work import work_of
 from dnnc.partition import memo
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate, Role
-from dnnc.partition.cost import GpuPeaks, estimate_ms, layout_conversion_ms, work_of
+from dnnc.partition.cost import estimate_ms, layout_conversion_ms
 from dnnc.partition.measure import NotBuilt, cached_ms, known_refusal, known_to_lower, remember_lowers, time_alone
+from dnnc.roofline import GpuPeaks
 
 log = logging.getLogger("dnnc.partition")
 
@@ -105,13 +107,16 @@ def measure(
                 progress.add(timed=1)
                 continue
             try:
-                lowered[key] = memo.current().lowered(c, params)
+                with progress.span("measure: lower groups alone"):
+                    lowered[key] = memo.current().lowered(c, params)
             except DnncError as e:
                 times[key] = str(e)
                 progress.add(timed=1)
-        _precompile(lowered.values(), device)
+        with progress.span("measure: compile kernels ahead"):
+            _precompile(lowered.values(), device)
         for key, program in lowered.items():
-            times[key] = _time(pending[key], program, device, report)
+            with progress.span("measure: build and time groups"):
+                times[key] = _time(pending[key], program, device, report)
             progress.add(timed=1)
     failed: set[int] = set()
     for c in {id(c): c for c in chosen}.values():  # a group in several policies' covers is reported once

@@ -14,8 +14,8 @@ from xdsl.ir import Block, Operation
 from dnnc.backends.cudnn import accepted_pattern, group_label, grow_epilogue
 from dnnc.backends.triton import fusion_groups, kind_of
 from dnnc.ir import tcp
+from dnnc.ir.work import boundary_values
 from dnnc.partition.candidates import Candidate, Role
-from dnnc.partition.cost import boundary_values
 
 
 def cudnn_candidates(nodes: Sequence[Operation], index: dict[Operation, int], libraries: Sequence[Candidate]) -> list[Candidate]:

@@ -117,14 +117,23 @@ AfterStep = Callable[[int, "Step", list[torch.Tensor], list[Value]], None]
 
 class GpuExecutor:
     def __init__(
-        self, program: Program, device: torch.device | str = "cuda", recorded: Recorded | None = None, precompile: bool = True
+        self,
+        program: Program,
+        device: torch.device | str = "cuda",
+        recorded: Recorded | None = None,
+        precompile: bool = True,
+        give_back: bool = True,
     ):
         """``recorded``: an artifact's kernel records, rebuilt without tuning; None tunes.
         ``precompile``: at compile time, compile every kernel side by side before building
         them one by one (off where the caller compiled them ahead already), and again
-        for the groups made of what a library gave back."""
+        for the groups made of what a library gave back. ``give_back``: a group a library
+        cannot build is given back and fused by the other backends; off, it runs as
+        torch ops (where only whether the library builds it matters: pricing its
+        candidate, which then compiles no kernel it would not time)."""
         self.program = program
         self.device = torch.device(device)
+        self._give_back = give_back
         self.context = BuildContext(self.device, recorded, program.base_dir)
         params = {
             op.param_name: program.params[op.param_name].to(self.device, torch_dtype(element_of(op.result))).contiguous()
@@ -189,7 +198,8 @@ class GpuExecutor:
     def _build(self, backend: KernelBackend, op: Operation) -> tuple[GroupKernel | None, Refusal | None]:
         """The op's kernel, or None and why the backend has none."""
         try:
-            kernel = backend.build(op, self.ordinals.get(op), self.context)
+            with progress.span(f"build {backend.name} kernels"):
+                kernel = backend.build(op, self.ordinals.get(op), self.context)
         except ArtifactError:  # a changed artifact is refused, not worked around
             raise
         except backend.no_kernel as e:
@@ -212,6 +222,9 @@ class GpuExecutor:
         given = False
         for op, backend, refusal in refused:
             assert backend.give_back is not None
+            if not self._give_back:
+                self._fell_back(op, backend.name, refusal)
+                continue
             kind = group_attr(op, GROUP_KIND_ATTR) or op.name
             try:
                 backend.give_back(op)

@@ -12,6 +12,7 @@ from typing import Any
 
 from xdsl.ir import Operation
 
+from dnnc import progress
 from dnnc.backends import cudnn, triton
 from dnnc.backends.interface import KernelBackend, SpecChoice
 from dnnc.kernels.kernel_backend import USER_KERNELS
@@ -35,7 +36,8 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
     def ahead(backend: KernelBackend) -> None:
         assert backend.precompile is not None
         try:
-            backend.precompile(ops, device)
+            with progress.span(f"compile {backend.name} kernels ahead"):
+                backend.precompile(ops, device)
         except Exception as e:
             log.info("dnnc: compiling the %s kernels ahead failed: %s: %s", backend.name, type(e).__name__, e)
 

@@ -41,7 +41,7 @@ class RefusingExecutor:
 
     built: ClassVar[list[str]] = []
 
-    def __init__(self, program: Any, device: Any, precompile: bool = True) -> None:
+    def __init__(self, program: Any, device: Any, precompile: bool = True, give_back: bool = True) -> None:
         RefusingExecutor.built.append(str(program.module))
         self.fallbacks = [Fallback("conv_bias_relu", "cudnn", NO_ENGINE, runs_as="triton", settled=True)]
 
@@ -117,7 +117,7 @@ def test_a_failure_that_is_not_the_library_s_answer_is_not_remembered(
     gpu_stood_in: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class FailingExecutor(RefusingExecutor):
-        def __init__(self, program: Any, device: Any, precompile: bool = True) -> None:
+        def __init__(self, program: Any, device: Any, precompile: bool = True, give_back: bool = True) -> None:
             super().__init__(program, device, precompile)
             self.fallbacks = [Fallback("conv_bias_relu", "cudnn", "no execution plan of this graph built and ran")]
 

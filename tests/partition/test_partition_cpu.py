@@ -18,9 +18,10 @@ from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
 from dnnc.cli import main
 from dnnc.ir import cudnn, tcp
 from dnnc.ir.program import Program
+from dnnc.ir.work import work_of
 from dnnc.partition import DECISIONS_ATTR
 from dnnc.partition.candidates import graph_nodes, node_preds
-from dnnc.partition.cost import H100, estimate_ms, peaks_for, work_of
+from dnnc.partition.cost import estimate_ms
 from dnnc.partition.cover import best_cover
 from dnnc.partition.enumeration import enumerate_candidates
 from dnnc.partition.explain import GROUP_HEADER, explain_lines
@@ -29,6 +30,7 @@ from dnnc.partition.measure import measurement_key
 from dnnc.partition.partitioner import Partition
 from dnnc.passes import parse_passes
 from dnnc.pipeline import PARTITIONED, run_passes
+from dnnc.roofline import H100, peaks_for
 from tests.compile_helpers import compile_program, eager_exact, flat, run_reference
 from tests.numerics import assert_matches
 
@@ -224,9 +226,9 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache
     group once, drop the one that fails, and stop when the covers are all measured."""
     from dnnc.partition import pricing
     from dnnc.partition.candidates import policy_candidates
-    from dnnc.partition.cost import H100
     from dnnc.partition.partitioner import measure_what_matters
     from dnnc.partition.pricing import PricingReport, identity, price
+    from dnnc.roofline import H100
 
     program, _, _ = block_program(torch.float16)
     nodes = graph_nodes(program.entry.body.block)

@@ -97,6 +97,12 @@ def _precompile(ops: Any, device: Any) -> None:
     precompile(ops, device)
 
 
+def _start_workers() -> None:
+    from dnnc.backends.cudnn.prebuild import start_workers
+
+    start_workers()
+
+
 def _give_back(op: Operation) -> None:
     from dnnc.backends.cudnn.raising import raise_graph
 
@@ -117,5 +123,6 @@ CUDNN = KernelBackend(
     parse_records=parse_records,
     give_back=_give_back,
     precompile=_precompile,
+    start_workers=_start_workers,
     spec=CUDNN_SPEC,
 )

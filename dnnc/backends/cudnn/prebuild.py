@@ -31,7 +31,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.backends.cudnn import prebuilt
 from dnnc.ir import cudnn as dialect
 
@@ -72,6 +72,7 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
             wanted += [(signature, rank, name, text) for rank, name in plans]
     if len(wanted) < 2:
         return
+    progress.tally("compile cudnn kernels ahead", len(wanted))
     try:
         results = _pool().map(build_serialized, [(text, index, rank, name) for _, rank, name, text in wanted])
     except Exception as e:  # the builds are left to tuning
@@ -133,6 +134,31 @@ def _pool() -> Any:
     if _WORKERS is None:
         _WORKERS = WorkerPool(max(1, min(MAX_WORKERS, knobs.get().compile_workers)))
     return _WORKERS
+
+
+def start_workers() -> None:
+    """Start the build workers while the compile exports and lowers the model: each
+    imports torch and the frontend and makes its CUDA context and cuDNN handle (about
+    as long as the first builds), which the first ``precompile`` would otherwise wait
+    for. They exit when idle (``IDLE_S``) if no build comes."""
+    from dnnc.backends.cudnn.runtime import load_frontend
+
+    if knobs.get().compile_workers <= 1 or not torch.cuda.is_available():
+        return
+    try:
+        load_frontend()
+    except Exception:  # no cuDNN backend here: nothing to build
+        return
+    _pool().start_ahead(_ready, torch.cuda.current_device())
+    _close_when_idle()
+
+
+def _ready(device: int) -> bool:
+    """A worker's first job: the frontend loaded and a handle on the GPU."""
+    from dnnc.backends.cudnn.runtime import handle_for
+
+    handle_for(torch.device("cuda", device))
+    return True
 
 
 def _close_when_idle() -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.backends.cudnn.prebuilt import prebuilt_for
 from dnnc.backends.cudnn.signature import graph_signature
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
@@ -404,6 +404,7 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str
         if plan is None:
             continue
         built += 1
+        progress.tally("build cudnn kernels", 1)
         if not tune:
             best = plan
             break

@@ -32,7 +32,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from dnnc import knobs
+from dnnc import knobs, progress
 from dnnc.backends.triton.kernels import KernelSource
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.workers import WorkerPool
@@ -133,7 +133,8 @@ def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -
     src = ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
     kernel = _from_cache(key, src)
     if kernel is None:
-        kernel = triton.compile(src, target=target, options=options)
+        with progress.span("triton.compile in this process"):
+            kernel = triton.compile(src, target=target, options=options)
         _store(key, kernel)
     _compiled[key] = kernel
     return kernel
@@ -181,7 +182,9 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
         return 0
     jobs = [(s, target, settings.cache_dir) for s in missing]
     try:
-        return sum(_workers(settings.compile_workers).map(_compile_job, jobs))
+        compiled = sum(_workers(settings.compile_workers).map(_compile_job, jobs))
+        progress.tally("compile triton kernels ahead", compiled)
+        return compiled
     except Exception as e:  # a pool that broke only costs time: compile_for compiles here
         log.info("triton: parallel compile failed (%s: %s); compiling in this process", type(e).__name__, e)
         return 0

@@ -1,8 +1,9 @@
 """A few launch configs per kernel kind, best guess first.
 
 The first candidate is a heuristic for the group's sizes and is what runs when
-autotuning is off or on the interpreter; on a GPU with ``knobs.autotune`` every
-candidate is timed once and the fastest remembered (``compiler.choose``). Block
+autotuning is off and on the interpreter; otherwise on a GPU the candidates are
+timed once and the fastest remembered (``launch.compile_group``): all of them, or for
+a launch-bound group the first and the most parallel (``launch_bound_pair``). Block
 sizes are powers of two (``tl.arange`` needs them); row kernels keep a whole row in
 registers up to ``MAX_ROW_TILE`` elements and loop over longer rows.
 """
@@ -53,6 +54,19 @@ def _unique(configs: list[Config]) -> list[Config]:
         if c not in out:
             out.append(c)
     return out
+
+
+def launch_bound_pair(configs: list[Config]) -> list[Config]:
+    """The first config and the most parallel one: the smallest tile (most programs to
+    spread over the SMs), then the longest ``BLOCK_K`` (fewest steps of a product's
+    loop), then the fewest warps and the most stages. A kernel whose time is mostly
+    launch and tail gains from more programs and shorter loops, and little else."""
+
+    def tile(c: Config) -> int:
+        return math.prod(c.get(k, 1) for k in ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_R"))
+
+    parallel = min(configs, key=lambda c: (tile(c), -c.get("BLOCK_K", 0), c.get("num_warps", 4), -c.get("num_stages", 0)))
+    return _unique([configs[0], parallel])
 
 
 def pointwise(n: int, pool: bool = False, channels_last: bool = False) -> list[Config]:

@@ -6,12 +6,14 @@ the builds to tuning."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
+from dnnc import knobs
 from dnnc.backends.cudnn import prebuild, prebuilt, runtime
 from dnnc.backends.cudnn.signature import graph_signature
 from dnnc.ir import cudnn
@@ -113,3 +115,27 @@ def test_no_workers_are_started_off_the_gpu_or_with_one_compile_worker(graphs: l
     with override(compile_workers=1):
         prebuild.precompile(graphs, torch.device("cuda", 0))
     assert not pool.jobs
+
+
+def test_workers_start_ahead_and_are_let_go_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU compile starts the build workers before it exports (their warm-up makes a
+    cuDNN handle on the current GPU) and arms the idle timer, so workers no build
+    comes to do not keep their CUDA contexts."""
+    started: list[Any] = []
+    armed: list[bool] = []
+    fake = SimpleNamespace(start_ahead=lambda fn, arg: started.append((fn, arg)))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(runtime, "load_frontend", lambda: object())
+    monkeypatch.setattr(prebuild, "_pool", lambda: fake)
+    monkeypatch.setattr(prebuild, "_close_when_idle", lambda: armed.append(True))
+    with knobs.override(compile_workers=4):
+        prebuild.start_workers()
+    assert started == [(prebuild._ready, 3)] and armed == [True]
+    started.clear()
+    with knobs.override(compile_workers=1):
+        prebuild.start_workers()
+    monkeypatch.setattr(runtime, "load_frontend", lambda: (_ for _ in ()).throw(ImportError("no cudnn")))
+    with knobs.override(compile_workers=4):
+        prebuild.start_workers()
+    assert not started, "no workers with one compile process, nor without the frontend"

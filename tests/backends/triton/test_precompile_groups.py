@@ -1,6 +1,6 @@
 """Which kernels ``precompile_groups`` hands to the worker processes: every config of
-a group that will autotune, only the first without autotuning, only the remembered
-one once a choice is cached (the GPU and the compiler are replaced, so this runs on
+a group that will autotune, only the first without autotuning, the first and the most
+parallel for a launch-bound group, only the remembered one once a choice is cached (the GPU and the compiler are replaced, so this runs on
 the CPU)."""
 
 from __future__ import annotations
@@ -56,3 +56,19 @@ def test_a_remembered_choice_compiles_only_that_config(group: tcp.IsolatedGroupO
         launch._choices.put_json(launch._choice_key(group, torch.device("cuda"), configs), 1)
         launch.precompile_groups([group], "cuda")
     assert len(handed[0]) == 1
+
+
+def test_launch_bound_groups_compile_two_configs(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
+    """The case's matmul moves a few kilobytes, far under a floor of 4 us: its first
+    config and its most parallel one are compiled to be timed."""
+    from dnnc.backends.triton.configs import launch_bound_pair
+    from dnnc.ir.work import kernel_work
+    from dnnc.roofline import H100, floor_us
+
+    assert floor_us(kernel_work(group), H100) < 4.0
+    configs = candidates(GroupInfo.of(group))
+    pair = launch_bound_pair(configs)
+    assert len(pair) == 2 and pair[0] == configs[0]
+    with knobs.override(autotune=True, tune_floor_us=4.0):
+        launch.precompile_groups([group], "cuda")
+    assert len(handed[0]) == 2
