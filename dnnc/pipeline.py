@@ -14,7 +14,7 @@ from torch.export import ExportedProgram
 
 from dnnc import knobs, progress
 from dnnc.errors import DnncError
-from dnnc.frontend.torch_export import check_model_and_inputs, decompose, export, import_program
+from dnnc.frontend.torch_export import check_model_and_inputs, export, for_import, import_program
 from dnnc.ir.program import Program
 from dnnc.log import say_once
 from dnnc.passes import run_passes
@@ -106,7 +106,7 @@ def export_model(model: torch.nn.Module, example_inputs: Sequence[Any], report: 
 
 
 def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
-    """Import an exported program (core ATen) and bring it to canonical tcp."""
+    """Import an exported program and bring it to canonical tcp."""
     started = time.perf_counter()
     program = import_program(ep)
     report.add("imported", started, program)
@@ -118,10 +118,10 @@ def canonicalize(ep: ExportedProgram, report: CompileReport) -> Program:
 def exported_program(
     model: torch.nn.Module | ExportedProgram, example_inputs: Sequence[Any] | torch.Tensor, report: CompileReport
 ) -> ExportedProgram:
-    """Core-ATen program of a module (exported for the example inputs) or of a
-    program the user exported already."""
+    """The program the importer takes (``for_import``) of a module (exported for the
+    example inputs) or of a program the user exported already."""
     if isinstance(model, ExportedProgram):
-        return decompose(model)
+        return for_import(model)
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     check_model_and_inputs(model, example_inputs)

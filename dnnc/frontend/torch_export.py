@@ -50,8 +50,8 @@ COMPUTED_PREFIX = "const."
 
 
 def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedProgram:
-    """torch.export the model and decompose it to core ATen. A model export cannot
-    trace is an ``ExportError`` (export's reason, the user's line); the traceback
+    """torch.export the model, ready for the importer (``for_import``). A model export
+    cannot trace is an ``ExportError`` (export's reason, the user's line); the traceback
     and what torch printed go to the debug log."""
     check_model_and_inputs(model, example_inputs)
     with torch.no_grad(), warnings.catch_warnings():
@@ -65,7 +65,7 @@ def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> ExportedPro
         except Exception as e:
             log.debug("torch.export failed", exc_info=e)
             raise export_error(e, describe_inputs(example_inputs)) from None
-        return decompose(ep)
+        return for_import(ep)
 
 
 _CONSTANT_INPUTS = (bool, int, float, type(None))
@@ -105,12 +105,88 @@ def decompose(ep: ExportedProgram) -> ExportedProgram:
     return ep.run_decompositions(table)
 
 
+def for_import(ep: ExportedProgram) -> ExportedProgram:
+    """The program as exported where the importer takes every op of it as it stands
+    (``imports_as_exported``), else decomposed to core ATen. Decomposing re-traces the
+    whole graph: most of export's time, for ops most models spell as a handful of
+    composites (conv2d, linear, batch_norm, in-place activations) that have rules too."""
+    return ep if imports_as_exported(ep) else decompose(ep)
+
+
+def imports_as_exported(ep: ExportedProgram) -> bool:
+    """Whether every op of the graph has an import rule (an in-place op: its functional
+    form's, where computing a new value instead is exact, ``_functional_in_place``) and
+    the graph writes no buffer or input."""
+    if any(spec.kind != OutputKind.USER_OUTPUT for spec in ep.graph_signature.output_specs):
+        return False
+    order = {n: i for i, n in enumerate(ep.graph.nodes)}
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem or node.target in IGNORED:
+            continue
+        target = node.target
+        if not isinstance(target, torch._ops.OpOverload):
+            return False
+        if target._schema.is_mutable:
+            functional = functional_of(target)
+            if functional is None or functional not in IMPORT_RULES or not _functional_in_place(node, order):
+                return False
+        elif target not in IMPORT_RULES:
+            return False
+    return True
+
+
+def functional_of(target: Any) -> Any:
+    """``aten.relu.default`` for ``aten.relu_.default`` (the same overload without the
+    trailing underscore); None for an op that is not such an in-place form."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    namespace, _, name = target._schema.name.partition("::")
+    if namespace != "aten" or not name.endswith("_") or name.startswith("_"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    return getattr(packet, target._overloadname, None) if packet is not None else None
+
+
+def _functional_in_place(node: torch.fx.Node, order: dict[torch.fx.Node, int]) -> bool:
+    """Whether an in-place op may be read as its functional form: it writes its first
+    argument only, and neither that value nor any value the write reaches through it
+    (the input of a view or of an earlier in-place op it came from) is read after it,
+    or is an input, parameter or buffer of the graph."""
+    schema = node.target._schema  # type: ignore[union-attr]
+    written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if [a.name for a in written] != [schema.arguments[0].name] or not node.args:
+        return False
+    value = node.args[0]
+    while True:
+        if not isinstance(value, torch.fx.Node) or value.op != "call_function":
+            return False
+        if any(order[user] > order[node] for user in value.users if user is not node):
+            return False
+        producer = value.target
+        if not isinstance(producer, torch._ops.OpOverload):
+            return False  # a part of a multi-output op (split): its siblings are not followed
+        shares = producer._schema.is_mutable or any(r.alias_info is not None for r in producer._schema.returns)
+        if not shares:
+            return True
+        value = value.args[0]  # a view of it or an in-place op on it: the write reaches it too
+
+
 def import_program(ep: ExportedProgram) -> Program:
-    """The tcp program of a core-ATen program; ``UnsupportedOpError`` lists every op it cannot take."""
+    """The tcp program of an exported program (``for_import``); ``UnsupportedOpError``
+    lists every op it cannot take. A program imported as exported whose composite ops
+    a rule refuses is decomposed and imported again, so the error names core ATen ops."""
     imported = _Import(ep)
+    if imported.problems and _has_composites(ep):
+        imported = _Import(decompose(ep))
     if imported.problems:
         raise imported.problems.error()
     return imported.program
+
+
+def _has_composites(ep: ExportedProgram) -> bool:
+    """Whether the graph has ops that decomposing would rewrite (it was not decomposed)."""
+    core = torch.export.default_decompositions()
+    return any(n.op == "call_function" and (n.target in core or functional_of(n.target) is not None) for n in ep.graph.nodes)
 
 
 @dataclass(frozen=True)
@@ -128,6 +204,9 @@ class Survey:
 def survey(ep: ExportedProgram) -> Survey:
     """Import the program as ``import_program`` does, reporting instead of failing."""
     imported = _Import(ep)
+    if imported.problems and _has_composites(ep):
+        ep = decompose(ep)
+        imported = _Import(ep)
     ops = Counter(
         op_name(n)
         for n in ep.graph.nodes
@@ -152,6 +231,7 @@ class _Import:
                 raise UnsupportedOpError(_side_effect(ep, spec))
 
         nodes = {n.name: n for n in ep.graph.nodes}
+        self.order = {n: i for i, n in enumerate(ep.graph.nodes)}
         input_types = []
         for name in user_inputs:
             val = nodes[name].meta.get("val")
@@ -217,6 +297,11 @@ class _Import:
             return
         checkpoint = em.checkpoint()
         try:
+            functional = functional_of(target)
+            if functional is not None and target not in IMPORT_RULES:
+                if not _functional_in_place(node, self.order):
+                    em.unsupported("an in-place op whose input is read again or shared (decomposing functionalizes it)")
+                target = functional
             rule = IMPORT_RULES.get(target)  # type: ignore[arg-type]
             if rule is None:
                 em.unsupported(NO_RULE)
