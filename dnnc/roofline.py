@@ -51,8 +51,13 @@ def floor_us(work: Work, peaks: GpuPeaks) -> float:
     """The least time ``work`` takes as one kernel: its bytes at the copy rate or its
     FLOPs at the tensor-core rate (a sixteenth of it without products), whichever is
     longer; no launch cost."""
-    rate = peaks.tensor_tflops * (0.5 if work.fp32 else 1.0) if work.tensor_core else peaks.tensor_tflops / 16
-    return max(work.flops / (rate * 1e6), work.bytes / (peaks.bandwidth_gbs * 1e3))
+    return max(work.flops / (compute_tflops(work, peaks) * 1e6), work.bytes / (peaks.bandwidth_gbs * 1e3))
+
+
+def compute_tflops(work: Work, peaks: GpuPeaks) -> float:
+    """The peak rate ``work``'s FLOPs run at: the tensor-core rate (half of it for fp32
+    products, as TF32), a sixteenth of it without products."""
+    return peaks.tensor_tflops * (0.5 if work.fp32 else 1.0) if work.tensor_core else peaks.tensor_tflops / 16
 
 
 def launch_bound(kernel: Operation, device: Any) -> bool:

@@ -123,16 +123,21 @@ def imports_as_exported(ep: ExportedProgram) -> bool:
     for node in ep.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem or node.target in IGNORED:
             continue
-        target = node.target
-        if not isinstance(target, torch._ops.OpOverload):
-            return False
-        if target._schema.is_mutable:
-            functional = functional_of(target)
-            if functional is None or functional not in IMPORT_RULES or not _functional_in_place(node, order):
-                return False
-        elif target not in IMPORT_RULES:
+        target = rule_target(node, order)  # a mutable op with a rule of its own (training batch norm) is decomposed
+        if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable or target not in IMPORT_RULES:
             return False
     return True
+
+
+def rule_target(node: torch.fx.Node, order: dict[torch.fx.Node, int]) -> Any:
+    """The op whose import rule takes ``node``: its own target, or for an in-place op
+    without a rule of its own, its functional form where reading it so is exact
+    (``_functional_in_place``); None for an in-place op that cannot be read so."""
+    target = node.target
+    functional = functional_of(target)
+    if functional is None or target in IMPORT_RULES:
+        return target
+    return functional if _functional_in_place(node, order) else None
 
 
 def functional_of(target: Any) -> Any:
@@ -175,12 +180,20 @@ def import_program(ep: ExportedProgram) -> Program:
     """The tcp program of an exported program (``for_import``); ``UnsupportedOpError``
     lists every op it cannot take. A program imported as exported whose composite ops
     a rule refuses is decomposed and imported again, so the error names core ATen ops."""
-    imported = _Import(ep)
-    if imported.problems and _has_composites(ep):
-        imported = _Import(decompose(ep))
+    _, imported = _imported(ep)
     if imported.problems:
         raise imported.problems.error()
     return imported.program
+
+
+def _imported(ep: ExportedProgram) -> tuple[ExportedProgram, _Import]:
+    """The program imported, and the form it was imported from: as given, or decomposed
+    where a composite op's rule refused it (so the problems name core ATen ops)."""
+    imported = _Import(ep)
+    if imported.problems and _has_composites(ep):
+        ep = decompose(ep)
+        imported = _Import(ep)
+    return ep, imported
 
 
 def _has_composites(ep: ExportedProgram) -> bool:
@@ -203,10 +216,7 @@ class Survey:
 
 def survey(ep: ExportedProgram) -> Survey:
     """Import the program as ``import_program`` does, reporting instead of failing."""
-    imported = _Import(ep)
-    if imported.problems and _has_composites(ep):
-        ep = decompose(ep)
-        imported = _Import(ep)
+    ep, imported = _imported(ep)
     ops = Counter(
         op_name(n)
         for n in ep.graph.nodes
@@ -297,11 +307,9 @@ class _Import:
             return
         checkpoint = em.checkpoint()
         try:
-            functional = functional_of(target)
-            if functional is not None and target not in IMPORT_RULES:
-                if not _functional_in_place(node, self.order):
-                    em.unsupported("an in-place op whose input is read again or shared (decomposing functionalizes it)")
-                target = functional
+            target = rule_target(node, self.order)
+            if target is None:
+                em.unsupported("an in-place op whose input is read again or shared (decomposing functionalizes it)")
             rule = IMPORT_RULES.get(target)  # type: ignore[arg-type]
             if rule is None:
                 em.unsupported(NO_RULE)

@@ -23,7 +23,7 @@ from xdsl.ir import BlockArgument, Operation
 
 from dnnc.ir import tcp
 from dnnc.ir.work import Work, value_bytes
-from dnnc.roofline import GpuPeaks
+from dnnc.roofline import GpuPeaks, compute_tflops
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,7 @@ def estimate_ms(work: Work, backend: str, kind: str, peaks: GpuPeaks) -> float:
     eff = efficiency(backend, kind)
     if eff.kernels == 0:
         return 0.0
-    rate = peaks.tensor_tflops * (0.5 if work.fp32 else 1.0) if work.tensor_core else peaks.tensor_tflops / 16
-    compute_s = work.flops / (rate * 1e12 * eff.compute)
+    compute_s = work.flops / (compute_tflops(work, peaks) * 1e12 * eff.compute)
     memory_s = work.bytes / (peaks.bandwidth_gbs * 1e9 * eff.memory)
     return (max(compute_s, memory_s) + eff.kernels * peaks.launch_us * 1e-6) * 1e3
 

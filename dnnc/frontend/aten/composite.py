@@ -133,5 +133,6 @@ def reshape_as(em: Emitter, self: Any, other: Any) -> SSAValue:
 @rule(aten.chunk.default)
 def chunk(em: Emitter, self: Any, chunks: int, dim: int = 0) -> tuple[SSAValue, ...]:
     """Parts of ``ceil(n / chunks)`` along ``dim``, the last one shorter (as torch.chunk)."""
-    n = shape_of(em.value(self))[normalize_axis(em, dim, len(shape_of(em.value(self))))]
+    shape = shape_of(em.value(self))
+    n = shape[normalize_axis(em, dim, len(shape))]
     return split(em, self, max(1, math.ceil(n / chunks)), dim)
