@@ -11,8 +11,8 @@ fresh process reading that cache (what a user's second run pays). That comes twi
 measurement and kernel found in the caches), then *warm* with the defaults (the cold
 compile stored the whole compile, so the compile cache finds it without exporting). The
 warm compile saves an artifact, and a last process loads it and makes its first call
-(``load_s``: what a server pays at start). The cold compile reports its stages (``CompileReport``); with
-``--profile`` it is also profiled: the functions of dnnc, Triton and cuDNN's frontend
+(``load_s``: what a server pays at start; ``load_only_s``: ``dnnc.load`` alone). The cold compile reports its stages (``CompileReport``); with
+``--profile`` it (and the load) is also profiled: the functions of dnnc, Triton and cuDNN's frontend
 that took the most time, with their call counts (how many kernels were compiled, plans
 built, candidates timed). Profiling is off by default because it slows the Python-heavy
 stages (export most) and its attribution mixes threads (on Python 3.12 cProfile sees
@@ -138,23 +138,33 @@ def measured_alone(role: str, spec: str, args: argparse.Namespace, cache: Path, 
     process that uses ``cache`` and compiles with ``policy`` (``--artifact``: the warm
     compile saves it there, the load reads it), with the compile cache on or off."""
     command = [sys.executable, __file__, f"--{role}-only", spec, "--artifact", str(cache / "warm.dnnc"), *_shared(args)]
-    if args.profile and role == "cold":
+    if args.profile and role in ("cold", "load"):
         command.append("--profile")
     env = {**os.environ, "DNNC_CACHE_DIR": str(cache), "DNNC_PARTITION": policy, "DNNC_COMPILE_CACHE": str(int(compile_cache))}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip().splitlines()[-1]
 
 
-def load_once(spec: str, artifact: Path, args: argparse.Namespace) -> float:
-    """``dnnc.load`` and a first call (a CUDA graph captured)."""
+def load_once(spec: str, artifact: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``dnnc.load`` and a first call (a CUDA graph captured), with ``--profile`` profiled."""
     _, inputs = build(spec, args.batch, args.size, getattr(torch, args.dtype), args.device)
+    profile = cProfile.Profile() if args.profile else None
     started = time.perf_counter()
+    if profile is not None:
+        profile.enable()
     loaded = dnnc.load(artifact)
+    loaded_s = time.perf_counter() - started
     with torch.no_grad():
         loaded(*inputs)
     if args.device == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - started
+    if profile is not None:
+        profile.disable()
+    return {
+        "load_s": time.perf_counter() - started,
+        "load_only_s": round(loaded_s, 3),
+        "profile": top_functions(profile) if profile is not None else [],
+    }
 
 
 def _shared(args: argparse.Namespace) -> list[str]:
@@ -197,7 +207,7 @@ def main() -> None:
         print(seconds)
         return
     if args.load_only:
-        print(load_once(args.load_only, args.artifact, args))
+        print(json.dumps(load_once(args.load_only, args.artifact, args)))
         return
     specs = [f"timm:{n}" for n in args.timm.split(",") if n] + [w for w in args.workloads.split(",") if w]
     if not specs:
@@ -234,7 +244,8 @@ def main() -> None:
                 # every measurement and kernel cached, the model compiled again (the cold compile stored the whole compile)
                 row["rewarm_s"] = round(float(measured_alone("warm", spec, args, cache, policy, compile_cache=False)), 2)
                 row["warm_s"] = round(float(measured_alone("warm", spec, args, cache, policy)), 2)
-                row["load_s"] = round(float(measured_alone("load", spec, args, cache, policy)), 2)
+                loaded = json.loads(measured_alone("load", spec, args, cache, policy))
+                row |= {"load_s": round(loaded["load_s"], 2), "load_only_s": loaded["load_only_s"], "load_profile": loaded["profile"]}
             record["results"].append(row)
             path.write_text(json.dumps(record, indent=2) + "\n")  # what a later model's failure or a time limit leaves
             print(
@@ -247,6 +258,10 @@ def main() -> None:
             for name, s in row["spans"].items():
                 print(f"      {name:44s} {s['seconds']:8.2f} s {s['calls']:5d}x {s['items']:6d} items")
             for fn in row["profile"][:12]:
+                print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
+            if row["load_profile"]:
+                print(f"    load {row['load_s']:.2f} s (dnnc.load {row['load_only_s']:.2f} s, then the first call):")
+            for fn in row["load_profile"][:15]:
                 print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
     print(f"wrote {path}")
 

@@ -100,6 +100,13 @@ _NOT_STATE = frozenset(
 """A module's own attributes that are not its state: its children and tensors (keyed
 elsewhere) and the hooks export never runs; forward hooks make a module undescribable."""
 
+BOOKKEEPING = frozenset(("_use_default_values", "_original_object_hash"))
+"""Attributes and configuration keys that record how a configuration was made, not what
+it is, and whose values differ from process to process because Python seeds ``hash()``
+per process: diffusers' list of the config values left at their defaults (in set order)
+and transformers' hash of a ``GenerationConfig``. Keyed, they made every warm compile of
+a transformers decoder or a diffusers UNet miss."""
+
 MAX_DEPTH = 8
 
 
@@ -204,7 +211,8 @@ def describe(value: Any, where: str, depth: int = 0, seen: frozenset[int] = froz
     if isinstance(value, (set, frozenset)):
         return [type(value).__name__, sorted(repr(describe(v, f"{where}{{}}", depth + 1, inner)) for v in value)]
     if isinstance(value, dict):
-        return ["dict", sorted((repr(k), describe(v, f"{where}[{k!r}]", depth + 1, inner)) for k, v in value.items())]
+        kept = ((k, v) for k, v in value.items() if k not in BOOKKEEPING)
+        return ["dict", sorted((repr(k), describe(v, f"{where}[{k!r}]", depth + 1, inner)) for k, v in kept)]
     if isinstance(value, torch.nn.Module):  # a module held outside ``_modules`` is described like one
         return ["module", _module_state(value)]
     if isinstance(value, functools.partial):

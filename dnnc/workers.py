@@ -27,9 +27,13 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+
+CLOSE_TIMEOUT_S = 5.0
+"""How long closing a pool waits for its workers to exit before killing the rest."""
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 """The directory holding the ``dnnc`` package, so workers import this same copy."""
@@ -63,12 +67,18 @@ class _Worker:
             raise RuntimeError(f"compile worker {self.proc.pid}: {value}")
         return value
 
-    def close(self) -> None:
+    def end_input(self) -> None:
+        """The worker's loop ends at end of input; it then exits on its own."""
         try:
             if self.proc.stdin is not None:
-                self.proc.stdin.close()  # the worker's loop ends at end of input
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
+                self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def wait_exit(self, timeout: float) -> None:
+        try:
+            self.proc.wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
 
@@ -149,8 +159,14 @@ class WorkerPool:
             self._close_workers()
 
     def _close_workers(self) -> None:
+        """Every worker told to stop before any is waited for: each takes most of a second
+        to exit (the interpreter's teardown, a cuDNN worker's CUDA context), and waiting
+        for them one by one kept a finished user's script alive for ten seconds and more."""
         for worker in self._workers:
-            worker.close()
+            worker.end_input()
+        deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        for worker in self._workers:
+            worker.wait_exit(deadline - time.monotonic())
         self._workers = []
 
 

@@ -27,6 +27,11 @@
 #              (bench/compile_time.py; $COMPILE_TIMM: timm models at 64x64, batch 2, set empty
 #              for none; $COMPILE_WORKLOADS: bench workloads; $COMPILE_POLICIES: auto,greedy;
 #              $COMPILE_PROFILE=1 profiles the cold compiles; $COMPILE_NAME goes into the file names)
+#   compile-table  cold and warm compile and run time per model under dnnc auto, greedy and
+#              torch.compile, each in fresh processes (bench/compile_table.py; $TABLE_WORKLOADS
+#              picks, default one per model; $TABLE_DEADLINE_S starts no workload after that many
+#              seconds; $TABLE_WARM names the variants compiled warm too, default all; $TABLE_NAME goes
+#              into the file name)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -101,6 +106,9 @@ for step in $steps; do
       python3 bench/compile_time.py --timm "${COMPILE_TIMM-mobilenetv2_100,ghostnet_100,tf_efficientnet_b0}" \
         --workloads "${COMPILE_WORKLOADS:-}" --policies "${COMPILE_POLICIES:-auto,greedy}" ${COMPILE_PROFILE:+--profile} \
         ${COMPILE_NAME:+--name "$COMPILE_NAME"} --out "$OUT" 2>&1 | tee "$OUT/compile-time${COMPILE_NAME:+-$COMPILE_NAME}.log" || status=1 ;;
+    compile-table)
+      python3 bench/compile_table.py --workloads "${TABLE_WORKLOADS:-}" ${TABLE_DEADLINE_S:+--deadline-s "$TABLE_DEADLINE_S"} \
+        ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

@@ -79,3 +79,30 @@ def test_workers_started_ahead_are_the_ones_map_uses(pool: WorkerPool) -> None:
 def test_a_warm_up_that_fails_leaves_map_to_start_fresh_workers(pool: WorkerPool) -> None:
     pool.start_ahead(os._exit, 3)
     assert pool.map(math.factorial, [4, 5]) == [24, 120]
+
+
+_EXIT_DELAY: list[float] = []
+
+
+def _slow_to_exit(seconds: float) -> int:
+    """In a worker: make its exit take ``seconds`` (once per worker), after a short job."""
+    import atexit
+    import time
+
+    if not _EXIT_DELAY:
+        _EXIT_DELAY.append(seconds)
+        atexit.register(time.sleep, seconds)
+    time.sleep(0.2)
+    return os.getpid()
+
+
+def test_closing_waits_for_the_workers_side_by_side() -> None:
+    import time
+
+    pool = WorkerPool(6)
+    pids = pool.map(_slow_to_exit, [1.0] * 24)
+    assert len(set(pids)) == 6, "every worker ran a job, so every one is slow to exit"
+    started = time.perf_counter()
+    pool.close()
+    took = time.perf_counter() - started
+    assert 1.0 <= took < 4.0, f"six workers that each take 1 s to exit closed in {took:.1f} s (one by one: 6 s)"

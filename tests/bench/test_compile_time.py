@@ -30,6 +30,7 @@ def test_cold_and_warm_compile_times_are_written(tmp_path: Path) -> None:
     assert [s["name"] for s in row["stages"]][:3] == ["export", "imported", "canonical"]
     assert row["steps"] == {"reference": sum(row["steps"].values())} and not row["torch_ops"]
     assert any(f["function"].startswith("dnnc/api.py") and f["calls"] == 1 for f in row["profile"])
+    assert row["load_only_s"] > 0 and any("dnnc/loading.py" in f["function"] for f in row["load_profile"])
     assert record["settings"]["device"] == "cpu" and "torch" in record["versions"]
 
 
