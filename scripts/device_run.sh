@@ -29,9 +29,9 @@
 #              $COMPILE_PROFILE=1 profiles the cold compiles; $COMPILE_NAME goes into the file names)
 #   compile-table  cold and warm compile and run time per model under dnnc auto, greedy and
 #              torch.compile, each in fresh processes (bench/compile_table.py; $TABLE_WORKLOADS
-#              picks, default one per model; $TABLE_DEADLINE_S starts no workload after that many
-#              seconds; $TABLE_WARM names the variants compiled warm too, default all; $TABLE_NAME goes
-#              into the file name)
+#              picks, default one per model; $TABLE_VARIANTS picks variants; $TABLE_WARM names
+#              those compiled warm too, default all; $TABLE_DEADLINE_S starts no workload after
+#              that many seconds; $TABLE_NAME goes into the file name)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -108,7 +108,7 @@ for step in $steps; do
         ${COMPILE_NAME:+--name "$COMPILE_NAME"} --out "$OUT" 2>&1 | tee "$OUT/compile-time${COMPILE_NAME:+-$COMPILE_NAME}.log" || status=1 ;;
     compile-table)
       python3 bench/compile_table.py --workloads "${TABLE_WORKLOADS:-}" ${TABLE_DEADLINE_S:+--deadline-s "$TABLE_DEADLINE_S"} \
-        ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
+        ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} ${TABLE_VARIANTS:+--variants "$TABLE_VARIANTS"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

@@ -51,6 +51,29 @@ def _composites_eval() -> nn.Module:
     return Composites().eval()
 
 
+class SequenceComposites(nn.Module):
+    """The composites of audio, text and diffusion models: conv1d, group norm, ``Tensor.to``
+    in its overloads, ``torch.min`` of two tensors, ``&`` of masks and ``diff``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 3, padding=1)
+        self.norm = nn.GroupNorm(2, 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.norm(self.conv(x))
+        wide = y.to(torch.float32) * 2  # to.dtype
+        keyed = y.to(dtype=torch.float32, device=y.device)  # export writes these three as to.device
+        placed = y.to(y.device, torch.float32)
+        mask = (wide > 0) & (keyed < 1)
+        picked = torch.where(mask, torch.min(wide, placed + 0.5), keyed)
+        return picked.to(x), picked.diff(dim=-1).to(x.dtype)
+
+
+def _sequence_composites_eval() -> nn.Module:
+    return SequenceComposites().eval()
+
+
 def _result_read_again(x: torch.Tensor) -> torch.Tensor:
     y = x * 2
     z = y.relu_()  # export reads y after this as the in-place op's result, as z
@@ -69,6 +92,7 @@ def _written_input(x: torch.Tensor) -> torch.Tensor:
 
 CASES: list[tuple[str, Callable[[], Any], tuple[int, ...], bool]] = [
     ("composites", _composites_eval, (2, 4, 6, 6), True),
+    ("sequence composites", _sequence_composites_eval, (2, 4, 10), True),
     ("in-place result read again", lambda: _result_read_again, (3, 5), True),
     ("written through a view", lambda: _written_through_a_view, (3, 5), False),
     ("in-place on a fresh value, input read after", lambda: _written_input, (3, 5), True),
@@ -97,6 +121,9 @@ def test_export_keeps_the_composites_and_an_op_without_a_rule_decomposes() -> No
     x = torch.randn(2, 4, 6, 6)
     kept = {str(n.target) for n in export(_composites_eval(), [x]).graph.nodes if n.op == "call_function"}
     assert {"aten.conv2d.default", "aten.batch_norm.default", "aten.linear.default", "aten.relu_.default"} <= kept
+    sequence = {str(n.target) for n in export(_sequence_composites_eval(), [torch.randn(2, 4, 10)]).graph.nodes}
+    expected = {"conv1d.default", "group_norm.default", "to.dtype", "to.device", "min.other", "__and__.Tensor", "diff.default"}
+    assert {f"aten.{name}" for name in expected} <= sequence
     rolled = {str(n.target) for n in export(as_module(lambda t: torch.roll(t, 1, 0) + 1), [x]).graph.nodes}
     assert "aten.roll.default" not in rolled and "aten.add.Tensor" in rolled, "roll has no rule: the graph is decomposed"
 

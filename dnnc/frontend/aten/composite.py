@@ -1,5 +1,6 @@
-"""Rules for the ops ``torch.export`` keeps before decomposing to core ATen (conv2d,
-linear, batch_norm, layer_norm, dropout, softmax, pad, chunk, unbind, ...), written as
+"""Rules for the ops ``torch.export`` keeps before decomposing to core ATen (conv1d,
+conv2d, linear, batch_norm, group_norm, layer_norm, dropout, softmax, pad, chunk,
+unbind, ``Tensor.to``, ...), written as
 the core ops they decompose to. Decomposing re-traces the whole graph, about 60% of export
 (mobilenetv2_100: 2.1 s export, 2.7 s decomposition on a CPU); a graph whose every op has
 a rule here or among the core ops is imported as exported (``torch_export.for_import``),
@@ -11,11 +12,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
+from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
-from dnnc.frontend.aten.elementwise import binary, clamp_value
+from dnnc.frontend.aten.elementwise import binary, bitwise_and, clamp_value, minimum
 from dnnc.frontend.aten.nn import batch_norm as batch_norm_inference
 from dnnc.frontend.aten.nn import convolution
+from dnnc.frontend.aten.nn import group_norm as native_group_norm
 from dnnc.frontend.aten.nn import layer_norm as native_layer_norm
 from dnnc.frontend.aten.nn import softmax as softmax_core
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
@@ -32,6 +36,15 @@ def conv2d(
     if len(shape_of(em.value(input))) != 4:
         em.unsupported("conv2d of an unbatched image")
     return convolution(em, input, weight, bias, stride, padding, dilation, False, [0, 0], groups)
+
+
+@rule(aten.conv1d.default)
+def conv1d(
+    em: Emitter, input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
+) -> SSAValue:
+    if len(shape_of(em.value(input))) != 3:
+        em.unsupported("conv1d of an unbatched sequence")
+    return convolution(em, input, weight, bias, stride, padding, dilation, False, [0], groups)
 
 
 @rule(aten.batch_norm.default)
@@ -63,6 +76,48 @@ def layer_norm(
     cudnn_enable: bool = True,
 ) -> SSAValue:
     return native_layer_norm(em, input, normalized_shape, weight, bias, eps)[0]  # type: ignore[return-value]
+
+
+@rule(aten.group_norm.default)
+def group_norm(
+    em: Emitter, input: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5, cudnn_enabled: bool = True
+) -> SSAValue:
+    shape = shape_of(em.value(input))
+    if len(shape) < 2:
+        em.unsupported(f"group norm of a {len(shape)}-d tensor")
+    return native_group_norm(em, input, weight, bias, shape[0], shape[1], math.prod(shape[2:]), num_groups, eps)[0]  # type: ignore[return-value]
+
+
+@rule(aten.to.dtype, aten.to.dtype_layout, aten.to.device, aten.to.other)
+def to(em: Emitter, self: Any, *args: Any, **kwargs: Any) -> SSAValue:
+    """``Tensor.to``: a cast to the result's element type (the device is the program's,
+    and a tcp value has no layout or strides); another layout than strided is refused."""
+    layout = kwargs.get("layout")
+    if layout is not None and layout != torch.strided:
+        em.unsupported(f"conversion to the {layout} layout")
+    return em.cast(em.value(self), em.result_type().element_type)
+
+
+@rule(aten.min.other)
+def min_other(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return minimum(em, self, other)
+
+
+@rule(aten.__and__.Tensor)
+def and_tensor(em: Emitter, self: Any, other: Any) -> SSAValue:
+    return bitwise_and(em, self, other)
+
+
+@rule(aten.diff.default)
+def diff(em: Emitter, self: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> SSAValue:
+    """``x[1:] - x[:-1]`` along ``dim``; more than one difference, prepended or appended
+    values and booleans (where it is an exclusive or) go through the decomposition."""
+    x = em.value(self)
+    shape = shape_of(x)
+    if n != 1 or prepend is not None or append is not None or em.result_type().element_type == i1:
+        em.unsupported("diff with n > 1, prepend, append or of booleans")
+    axis = normalize_axis(em, dim, len(shape))
+    return binary(em, tcp.SubOp, slice_value(em, x, axis, 1, shape[axis]), slice_value(em, x, axis, 0, shape[axis] - 1))
 
 
 @rule(aten.dropout.default)
