@@ -32,6 +32,9 @@
 #              picks, default one per model; $TABLE_VARIANTS picks variants; $TABLE_WARM names
 #              those compiled warm too, default all; $TABLE_DEADLINE_S starts no workload after
 #              that many seconds; $TABLE_NAME goes into the file name)
+#   export-time  torch.export of $EXPORT_WORKLOADS (default resnet50-b32,unet2d-b8) in fresh
+#              processes, on the CPU and the GPU, with and without the compile workers starting
+#              (bench/export_time.py)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -109,6 +112,9 @@ for step in $steps; do
     compile-table)
       python3 bench/compile_table.py --workloads "${TABLE_WORKLOADS:-}" ${TABLE_DEADLINE_S:+--deadline-s "$TABLE_DEADLINE_S"} \
         ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} ${TABLE_VARIANTS:+--variants "$TABLE_VARIANTS"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
+    export-time)
+      python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" --out "$OUT" 2>&1 \
+        | tee "$OUT/export-time.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
