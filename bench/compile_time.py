@@ -245,7 +245,11 @@ def main() -> None:
                 row["rewarm_s"] = round(float(measured_alone("warm", spec, args, cache, policy, compile_cache=False)), 2)
                 row["warm_s"] = round(float(measured_alone("warm", spec, args, cache, policy)), 2)
                 loaded = json.loads(measured_alone("load", spec, args, cache, policy))
-                row |= {"load_s": round(loaded["load_s"], 2), "load_only_s": loaded["load_only_s"], "load_profile": loaded["profile"]}
+                row |= {
+                    "load_s": round(loaded["load_s"], 2),
+                    "load_only_s": loaded["load_only_s"],
+                    "load_profile": loaded["profile"],
+                }
             record["results"].append(row)
             path.write_text(json.dumps(record, indent=2) + "\n")  # what a later model's failure or a time limit leaves
             print(

@@ -29,22 +29,16 @@ from dnnc.ir import tcp
 from dnnc.ir.types import shape_of
 
 
-@rule(aten.conv2d.default)
-def conv2d(
+@rule(aten.conv1d.default, aten.conv2d.default)
+def conv(
     em: Emitter, input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
 ) -> SSAValue:
-    if len(shape_of(em.value(input))) != 4:
-        em.unsupported("conv2d of an unbatched image")
-    return convolution(em, input, weight, bias, stride, padding, dilation, False, [0, 0], groups)
-
-
-@rule(aten.conv1d.default)
-def conv1d(
-    em: Emitter, input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
-) -> SSAValue:
-    if len(shape_of(em.value(input))) != 3:
-        em.unsupported("conv1d of an unbatched sequence")
-    return convolution(em, input, weight, bias, stride, padding, dilation, False, [0], groups)
+    """conv1d and conv2d of a batch; an unbatched input is left to the decomposition,
+    which adds the batch dimension around the convolution."""
+    spatial = len(shape_of(em.value(weight))) - 2
+    if len(shape_of(em.value(input))) != spatial + 2:
+        em.unsupported(f"conv{spatial}d of an unbatched input")
+    return convolution(em, input, weight, bias, stride, padding, dilation, False, [0] * spatial, groups)
 
 
 @rule(aten.batch_norm.default)
