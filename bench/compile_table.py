@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ STARTED = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.fresh_process import last_json  # noqa: E402
 from bench.suite.workloads import WORKLOADS, Workload  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -88,19 +87,10 @@ def measure_in_child(workload: str, variant: str) -> dict[str, Any]:
 
 def run_child(workload: str, variant: str, env: dict[str, str]) -> dict[str, Any]:
     """``measure_in_child`` in a fresh process with ``env``; a crash or time-out is a failed row."""
-    command = [sys.executable, __file__, "--child", workload, "--variants", variant]
     started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            command, env={**os.environ, **env}, cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return {"variant": variant, "status": f"failed: timed out after {CHILD_TIMEOUT_S} s"}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return {"variant": variant, "status": f"failed: exit {done.returncode}: {' | '.join(tail)[:400]}"}
-    row = json.loads(lines[-1])
+    row = last_json([sys.executable, __file__, "--child", workload, "--variants", variant], env, CHILD_TIMEOUT_S)
+    if row.get("status", "").startswith("failed"):
+        return {"variant": variant, **row}
     row["process_s"] = round(time.perf_counter() - started, 2)
     return row
 
@@ -225,7 +215,8 @@ def main() -> None:
     started = time.perf_counter()
     today = dt.date.today().isoformat()
     record: dict[str, Any] = {"date": today, "environment": environment_record(), "results": [], "skipped": []}
-    gpu = torch.cuda.get_device_name().split()[1].lower() if len(torch.cuda.get_device_name().split()) > 1 else "gpu"
+    words = torch.cuda.get_device_name().split()  # "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    gpu = words[1].lower() if len(words) > 1 else "gpu"
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"compile-table-{today}-{gpu}{'-' + args.name if args.name else ''}.json"
     for workload in workloads:

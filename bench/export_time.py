@@ -20,7 +20,6 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.fresh_process import last_json  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -63,13 +64,8 @@ def measure_in_child(workload: str, device: str, workers: bool) -> dict[str, Any
 
 
 def run_child(workload: str, device: str, workers: bool) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", workload, "--device", device, *(["--workers"] if workers else [])]
-    done = subprocess.run(command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])[:400]
-        return {"workload": workload, "device": device, "workers": workers, "status": f"failed: exit {done.returncode}: {tail}"}
-    return {**json.loads(lines[-1]), "status": "ok"}
+    row = last_json([sys.executable, __file__, "--child", workload, "--device", device, *(["--workers"] if workers else [])])
+    return {"workload": workload, "device": device, "workers": workers, "status": "ok", **row}
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Rules for the ops ``torch.export`` keeps before decomposing to core ATen (conv1d,
 conv2d, linear, batch_norm, group_norm, layer_norm, dropout, softmax, pad, chunk,
-unbind, ``Tensor.to``, ...), written as
+unbind, ``Tensor.to``, ...; ``min.other`` and ``__and__`` share the rules of
+``minimum`` and ``bitwise_and``), written as
 the core ops they decompose to. Decomposing re-traces the whole graph, about 60% of export
 (mobilenetv2_100: 2.1 s export, 2.7 s decomposition on a CPU); a graph whose every op has
 a rule here or among the core ops is imported as exported (``torch_export.for_import``),
@@ -16,7 +17,7 @@ import torch
 from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
-from dnnc.frontend.aten.elementwise import binary, bitwise_and, clamp_value, minimum
+from dnnc.frontend.aten.elementwise import binary, clamp_value
 from dnnc.frontend.aten.nn import batch_norm as batch_norm_inference
 from dnnc.frontend.aten.nn import convolution
 from dnnc.frontend.aten.nn import group_norm as native_group_norm
@@ -90,16 +91,6 @@ def to(em: Emitter, self: Any, *args: Any, **kwargs: Any) -> SSAValue:
     if layout is not None and layout != torch.strided:
         em.unsupported(f"conversion to the {layout} layout")
     return em.cast(em.value(self), em.result_type().element_type)
-
-
-@rule(aten.min.other)
-def min_other(em: Emitter, self: Any, other: Any) -> SSAValue:
-    return minimum(em, self, other)
-
-
-@rule(aten.__and__.Tensor)
-def and_tensor(em: Emitter, self: Any, other: Any) -> SSAValue:
-    return bitwise_and(em, self, other)
 
 
 @rule(aten.diff.default)

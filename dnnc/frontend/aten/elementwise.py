@@ -115,7 +115,7 @@ def maximum(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.MaximumOp, self, other)
 
 
-@rule(aten.minimum.default)
+@rule(aten.minimum.default, aten.min.other)
 def minimum(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.MinimumOp, self, other)
 
@@ -134,7 +134,7 @@ def logical_or(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalOrOp, self, other)
 
 
-@rule(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor)
+@rule(aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor, aten.__and__.Tensor)
 def bitwise_and(em: Emitter, self: Any, other: Any) -> SSAValue:
     return binary(em, tcp.LogicalAndOp if _on_booleans(em) else tcp.BitwiseAndOp, self, other)
 
