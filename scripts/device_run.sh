@@ -34,7 +34,7 @@
 #              that many seconds; $TABLE_NAME goes into the file name)
 #   export-time  torch.export of $EXPORT_WORKLOADS (default resnet50-b32,unet2d-b8) in fresh
 #              processes, on the CPU and the GPU, with and without the compile workers starting
-#              (bench/export_time.py)
+#              (bench/export_time.py; $EXPORT_PROFILE=1 profiles each first export)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -51,6 +51,24 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
+
+# The image ships its packages without bytecode and sets PYTHONDONTWRITEBYTECODE, so every
+# fresh process compiled torch's, sympy's and Triton's modules from source again: 3.5 s of a
+# first torch.export, 7 s beside the compile workers (H200 host, bench/export_time.py), which
+# no pip-installed machine pays. Bytecode goes under a writable prefix, compiled once here.
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
+unset PYTHONDONTWRITEBYTECODE
+SECONDS=0
+python3 -m compileall -q -j 0 dnnc bench $(python3 - <<'PY'
+import importlib.util, os
+for name in ("torch", "sympy", "triton", "networkx", "transformers", "timm", "diffusers", "xdsl", "cudnn",
+             "safetensors", "huggingface_hub", "tokenizers", "jinja2", "filelock", "fsspec", "numpy", "rich"):
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.submodule_search_locations:
+        print(*spec.submodule_search_locations)
+PY
+) >/dev/null 2>&1
+echo "bytecode compiled in ${SECONDS} s"
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -113,7 +131,7 @@ for step in $steps; do
       python3 bench/compile_table.py --workloads "${TABLE_WORKLOADS:-}" ${TABLE_DEADLINE_S:+--deadline-s "$TABLE_DEADLINE_S"} \
         ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} ${TABLE_VARIANTS:+--variants "$TABLE_VARIANTS"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
     export-time)
-      python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" --out "$OUT" 2>&1 \
+      python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" ${EXPORT_PROFILE:+--profile} --out "$OUT" 2>&1 \
         | tee "$OUT/export-time.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
