@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import os
 import pickle
 import subprocess
@@ -31,6 +32,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+
+WORKER_NICENESS = 10
+"""Workers run at a lower CPU priority than the compile that started them: their start
+(24 interpreters importing torch and Triton on 16 cores) and their compiles otherwise
+take cores from the compile's own critical path (its export ran 2 s slower beside
+them on an H200 host), and the compile only ever waits for them when it has nothing
+else to do."""
 
 CLOSE_TIMEOUT_S = 5.0
 """How long closing a pool waits for its workers to exit before killing the rest."""
@@ -186,6 +194,8 @@ def _serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
 
 def main() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # no nice() here: the same priority
+        os.nice(WORKER_NICENESS)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr, never into the replies
     _serve(sys.stdin.buffer, replies)

@@ -106,3 +106,12 @@ def test_closing_waits_for_the_workers_side_by_side() -> None:
     pool.close()
     took = time.perf_counter() - started
     assert 1.0 <= took < 4.0, f"six workers that each take 1 s to exit closed in {took:.1f} s (one by one: 6 s)"
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="no process priorities here")
+def test_workers_run_below_the_compile_s_priority(pool: WorkerPool) -> None:
+    """The compile's own work (export, building and timing kernels) goes first; the
+    workers take the cores it leaves."""
+    from dnnc.workers import WORKER_NICENESS
+
+    assert pool.map(os.nice, [0, 0]) == [min(os.nice(0) + WORKER_NICENESS, 19)] * 2

@@ -172,7 +172,7 @@ def read_artifact(path: str | Path) -> ArtifactContents:
 
 def _module(raw: bytes, path: Path) -> Any:
     try:
-        return parse_ir(raw.decode(), f"{path}:{PROGRAM}")
+        return parse_ir(raw.decode(), f"{path}:{PROGRAM}", verify=False)  # ``Program.verify`` checks it, once
     except UnicodeDecodeError as e:
         raise ArtifactError(f"artifact {path}: member {PROGRAM!r} is not UTF-8 text: {e}") from None
     except DnncError as e:

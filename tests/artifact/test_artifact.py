@@ -190,6 +190,28 @@ def test_corrupt_member_content_with_matching_hash_is_named(artifact: Path) -> N
         dnnc.load(artifact)
 
 
+def test_a_program_that_parses_but_does_not_verify_is_refused_once_checked(
+    artifact: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load verifies the program once (with its parameters), not once more while parsing."""
+    import hashlib
+
+    from dnnc.ir import program as program_module
+
+    verified: list[object] = []
+    verify_ir = program_module.verify_ir
+    monkeypatch.setattr(
+        program_module, "verify_ir", lambda module, source="": verified.append(module) or verify_ir(module, source)
+    )
+    monkeypatch.setattr("dnnc.ir.text.verify_ir", lambda module, source="": verified.append(module) or verify_ir(module, source))
+    dnnc.load(artifact)
+    assert len(verified) == 1
+    bad = b"builtin.module {\n  func.func @forward(%x: tensor<2xf32>) -> tensor<3xf32> {\n    func.return %x : tensor<2xf32>\n  }\n}\n"
+    _rewrite(artifact, lambda m: m["members"].__setitem__("program.mlir", hashlib.sha256(bad).hexdigest()), {"program.mlir": bad})
+    with pytest.raises(ArtifactError, match=r"program\.mlir: IR does not verify"):
+        dnnc.load(artifact)
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match="does not exist"):
         dnnc.load(tmp_path / "nope.dnnc")

@@ -340,12 +340,19 @@ def test_contest_times_close_contenders_and_takes_the_fastest(monkeypatch) -> No
         return contest.Built(None, f"{build} executor", times[build]) if times[build] is not None else None
 
     monkeypatch.setattr(contest, "build_and_time", fake_build)
-    contenders = {"auto": (1.0, "auto"), "cudnn-only": (1.2, "cudnn-only"), "broken": (1.1, "broken"), "far": (2.0, "far")}
+    contenders = {
+        "auto": (1.0, "auto"),
+        "cudnn-only": (1.2, "cudnn-only"),
+        "broken": (1.1, "broken"),
+        "far": (2.0, "far"),
+        "just over": (1.3, "just over"),
+    }
     winner, report, fastest = contest.contest(None, contenders)
     assert winner == "cudnn-only", "the fastest program wins, not the cheapest prediction"
     assert fastest is not None and fastest.executor == "cudnn-only executor", "the winner as it was built comes back"
     assert built == ["auto", "cudnn-only", "broken"], "only contenders within the margin are built"
     assert "skipped" in report["far"] and report["broken"]["program_ms"] is None
+    assert report["just over"]["skipped"] == "predicted over 1.25x the cheapest cover"
     assert contest.contest(None, {"broken": (1.0, "broken")})[:3:2] == ("broken", None), "nothing timed: the first stands"
 
 

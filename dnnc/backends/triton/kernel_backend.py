@@ -101,10 +101,10 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     assert record is not None and record.config is not None
     config = {**heuristic, **record.config}
     interpret = interpreting()
-    regenerated = generate(op, config, interpret=interpret)
+    regenerated = generate(op, config, interpret=interpret, info=info)
     # A record is written by a GPU build, or by the interpreter in the tests: either form matches
     # (the other form is generated only when this one differs).
-    if record.source != regenerated and record.source != generate(op, config, interpret=not interpret):
+    if record.source != regenerated and record.source != generate(op, config, interpret=not interpret, info=info):
         what = f"Triton group {ordinal} ({info.kind}): the recorded kernel differs from the one dnnc generates for its group and config"
         assert context.recorded is not None
         if context.recorded.same_version:

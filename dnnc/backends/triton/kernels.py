@@ -317,9 +317,13 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), launch_options(config))
 
 
-def generate(group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool = False) -> KernelSource:
-    """The Triton source of ``group`` for ``config`` (from ``configs.candidates``)."""
-    info = GroupInfo.of(group)
+def generate(
+    group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool = False, info: GroupInfo | None = None
+) -> KernelSource:
+    """The Triton source of ``group`` for ``config`` (from ``configs.candidates``).
+    ``info``: the group's ``GroupInfo`` where the caller generates several configs of
+    it (made here otherwise); the group must not change in between."""
+    info = info if info is not None else GroupInfo.of(group)
     if info.kind in ("pointwise", "transpose", "pool"):
         return _pointwise(info, config, interpret)
     if info.kind in ROW_KINDS:

@@ -137,12 +137,12 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     capability = major * 10 + minor
     configs = configs_to_time(group, info, device)
     if len(configs) == 1:
-        return TritonKernel(generate(group, configs[0]), device, capability, configs[0])
-    key = _choice_key(group, device, configs)
+        return TritonKernel(generate(group, configs[0], info=info), device, capability, configs[0])
+    key = _choice_key(group, device, configs, info)
     chosen = _known_choice(key, configs)
     if chosen is not None:
-        return TritonKernel(generate(group, configs[chosen]), device, capability, configs[chosen])
-    sources = [_generated(group, config) for config in configs]
+        return TritonKernel(generate(group, configs[chosen], info=info), device, capability, configs[chosen])
+    sources = [_generated(group, config, info) for config in configs]
     compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(capability))
     progress.tally("triton autotune", len(configs))
     inputs, outputs = _example_tensors(group, device)
@@ -151,7 +151,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
     with torch.cuda.device(device):
         for i, (config, source) in enumerate(zip(configs, sources)):
             try:
-                kernel = TritonKernel(source or generate(group, config), device, capability, config)
+                kernel = TritonKernel(source or generate(group, config, info=info), device, capability, config)
                 elapsed = _time(kernel, inputs, outputs)
                 log.debug("triton: %s config timed", info.kind, extra={"timed": _timed(kernel, inputs, outputs, elapsed)})
             except Exception as e:
@@ -208,25 +208,28 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
     major, minor = torch.cuda.get_device_capability(device)
     sources: list[KernelSource | None] = []
     for group in groups:
-        configs = configs_to_time(group, GroupInfo.of(group), device)
+        info = GroupInfo.of(group)
+        configs = configs_to_time(group, info, device)
         if len(configs) == 1:
-            sources.append(_generated(group, configs[0]))
+            sources.append(_generated(group, configs[0], info))
             continue
-        chosen = _known_choice(_choice_key(group, device, configs), configs)
+        chosen = _known_choice(_choice_key(group, device, configs, info), configs)
         picked = configs if chosen is None else [configs[chosen]]
-        sources += [_generated(group, config) for config in picked]
+        sources += [_generated(group, config, info) for config in picked]
     return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(major * 10 + minor))
 
 
-def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]]) -> str:
-    return content_key({**environment(device), "group": _unmarked_text(group), "configs": configs})
+def _choice_key(
+    group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]], info: GroupInfo | None = None
+) -> str:
+    return content_key({**environment(device), "group": _unmarked_text(group, info), "configs": configs})
 
 
-def _unmarked_text(group: tcp.IsolatedGroupOp) -> str:
+def _unmarked_text(group: tcp.IsolatedGroupOp, info: GroupInfo | None = None) -> str:
     """The group's text without the tuning-site marks (the same kernel at two sites
     shares one config choice)."""
     if not any(SITE_ATTR in op.attributes for op in group.body.block.ops):
-        return print_ir(group)
+        return (info or GroupInfo.of(group)).text()
     copy = group.clone()
     for op in copy.body.block.ops:
         op.attributes.pop(SITE_ATTR, None)
@@ -238,10 +241,10 @@ def _known_choice(key: str, configs: list[dict[str, int]]) -> int | None:
     return chosen if isinstance(chosen, int) and 0 <= chosen < len(configs) else None
 
 
-def _generated(group: tcp.IsolatedGroupOp, config: dict[str, int]) -> KernelSource | None:
+def _generated(group: tcp.IsolatedGroupOp, config: dict[str, int], info: GroupInfo) -> KernelSource | None:
     """The source for one config, or None when it cannot be generated (the timing
     loop generates it again and records why)."""
     try:
-        return generate(group, config)
+        return generate(group, config, info=info)
     except Exception:
         return None
