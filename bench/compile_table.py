@@ -155,7 +155,38 @@ def render(paths: list[Path]) -> str:
         lines.append(f"| {r['model']} ({r['workload']}) | " + " | ".join(cells) + " |")
     env = runs[-1]["environment"]
     where = f"{env.get('device')}, torch {env.get('torch')}, Triton {env.get('triton')}, cuDNN {env.get('cudnn_backend')}"
-    return f"{where}, {runs[-1]['date']}.\n\n" + "\n".join(lines) + "\n"
+    table = f"{where}, {runs[-1]['date']}.\n\n" + "\n".join(lines) + "\n"
+    contests = render_contests(results)
+    return table + (f"\n{contests}" if contests else "")
+
+
+CONTENDERS = ("auto", "cudnn-only", "triton-only")
+
+
+def render_contests(results: list[dict[str, Any]]) -> str:
+    """``auto``'s whole-program contest per model, from its cold compile: each policy's
+    program as timed there (the one ``auto`` keeps is the fastest; "not timed": predicted
+    over the contest's margin, or it did not build; "same": the same program as
+    ``auto``'s; "no cover": the policy's backend cannot take every op). Empty when no
+    compile held a contest (every group's choice came from tuning specs)."""
+    lines = []
+    for r in results:
+        cold = ((r["variants"].get("auto") or {}).get("cold")) or {}
+        contest = cold.get("contest")
+        if not contest:
+            continue
+        cells = []
+        for policy in CONTENDERS:
+            ms = contest.get(policy, "absent")
+            if policy != "auto" and ms is not None and ms == contest.get("auto"):
+                cells.append("same")
+            else:
+                cells.append("not timed" if ms is None else "no cover" if ms == "absent" else f"{ms:.3f}")
+        lines.append(f"| {r['model']} ({r['workload']}) | {contest['winner']} | " + " | ".join(cells) + " |")
+    if not lines:
+        return ""
+    head = "| model (workload) | kept | " + " | ".join(f"{p} program ms" for p in CONTENDERS) + " |"
+    return "\n".join([head, "|" + "---|" * (head.count("|") - 1), *lines]) + "\n"
 
 
 def _label(variant: str) -> str:

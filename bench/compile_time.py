@@ -118,8 +118,10 @@ def cold(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     if profile is not None:
         profile.disable()
     summary = compiled.summary()
+    decisions = compiled.program.metadata.get("decisions") or {}
     return {
         "cold_s": round(seconds, 2),
+        "contest": decisions.get("programs"),
         "run_ms": run_ms(compiled, inputs) if args.device == "cuda" else None,
         "stages": [{"name": s.name, "seconds": round(s.seconds, 3), "ops": s.ops} for s in compiled.report.stages],
         "spans": {
@@ -163,6 +165,7 @@ def load_once(spec: str, artifact: Path, args: argparse.Namespace) -> dict[str, 
     return {
         "load_s": time.perf_counter() - started,
         "load_only_s": round(loaded_s, 3),
+        "load_stages": {s.name: round(s.seconds, 3) for s in loaded.report.stages},
         "profile": top_functions(profile) if profile is not None else [],
     }
 
@@ -248,6 +251,7 @@ def main() -> None:
                 row |= {
                     "load_s": round(loaded["load_s"], 2),
                     "load_only_s": loaded["load_only_s"],
+                    "load_stages": loaded["load_stages"],
                     "load_profile": loaded["profile"],
                 }
             record["results"].append(row)

@@ -126,8 +126,20 @@ def dnnc_variants(
         if built:
             row |= stopgaps(built[0])
             row["compile_reused"] = built[0].report.reused  # compile_s is then a load from the compile cache
+            row["contest"] = contest_programs(built[0])
+            row["stages"] = {s.name: round(s.seconds, 2) for s in built[0].report.stages}
         rows.append(row)
     return rows
+
+
+def contest_programs(compiled: Any) -> dict[str, float | None] | None:
+    """``auto``'s whole-program contest as it ran (policy -> the program's measured ms,
+    None where the contender was skipped or did not build): the cudnn-only and
+    triton-only programs timed in the same process as the one ``auto`` kept."""
+    programs = (compiled.program.metadata.get("decisions") or {}).get("programs")
+    if not programs:
+        return None
+    return {"winner": programs["winner"], **{p: c.get("program_ms") for p, c in programs["contenders"].items()}}
 
 
 def stopgaps(compiled: Any) -> dict[str, int]:

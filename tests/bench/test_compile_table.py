@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.compile_table import render, table_workloads
+from bench.compile_table import render, render_contests, table_workloads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,6 +70,53 @@ def test_runs_join_into_one_table(tmp_path: Path) -> None:
     assert conv.endswith("| - |")
     assert resnet == ("| resnet50 (resnet50-b32) | 16.0 | 2.50 | 1.200 | 12.0 | failed | 1.500* | 20.0 | 4.00 | 1.600 | 0.75x |")
     assert "NVIDIA H200" in table and "2026-11-26" in table
+
+
+def test_the_contest_table_says_what_each_policy_ran() -> None:
+    def result(workload: str, model: str, contest: dict | None) -> dict:
+        return {
+            "workload": workload,
+            "model": model,
+            "variants": {"auto": {"cold": _row(10.0, 1.0, contest=contest), "warm": None}},
+        }
+
+    results = [
+        result("resnet50-b32", "resnet50", None),  # every choice from the shipped specs: no contest
+        result("unet2d-b8", "unet2d", {"winner": "auto", "auto": 1.25, "cudnn-only": 1.28, "triton-only": None}),
+        result("efficientnet_b0-b32", "efficientnet_b0", {"winner": "auto", "auto": 1.31, "cudnn-only": 1.31}),
+    ]
+    lines = render_contests(results).splitlines()
+    assert lines[0] == "| model (workload) | kept | auto program ms | cudnn-only program ms | triton-only program ms |"
+    assert lines[2] == "| unet2d (unet2d-b8) | auto | 1.250 | 1.280 | not timed |"
+    assert lines[3] == "| efficientnet_b0 (efficientnet_b0-b32) | auto | 1.310 | same | no cover |"
+    assert len(lines) == 4
+    assert render_contests(results[:1]) == ""
+
+
+def test_a_compile_s_contest_is_read_from_its_decision_record() -> None:
+    from types import SimpleNamespace
+
+    from bench.suite.torch_variants import contest_programs
+
+    def compiled(decisions: dict | None) -> SimpleNamespace:
+        return SimpleNamespace(program=SimpleNamespace(metadata={} if decisions is None else {"decisions": decisions}))
+
+    programs = {
+        "winner": "auto",
+        "contenders": {
+            "auto": {"predicted_ms": 1.0, "program_ms": 1.2},
+            "cudnn-only": {"predicted_ms": 1.1, "program_ms": 1.2, "same_program_as": "auto"},
+            "triton-only": {"predicted_ms": 2.0, "skipped": "predicted over 1.25x the cheapest cover"},
+        },
+    }
+    assert contest_programs(compiled({"programs": programs})) == {
+        "winner": "auto",
+        "auto": 1.2,
+        "cudnn-only": 1.2,
+        "triton-only": None,
+    }
+    assert contest_programs(compiled({"policy": "greedy"})) is None
+    assert contest_programs(compiled(None)) is None
 
 
 def test_unknown_names_are_clear_errors() -> None:
