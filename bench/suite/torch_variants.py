@@ -104,22 +104,28 @@ def _compiled(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], Any]
     return lambda: compiled(*xs)
 
 
+SPAN_FLOOR_S = 0.5
+"""The compile's timed spans (``progress.span``) a dnnc row keeps: those that took this long."""
+
+
 def dnnc_variants(
     model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], reference: torch.Tensor, policies: tuple[str, ...] = DNNC_POLICIES
 ) -> list[dict[str, Any]]:
     import dnnc
-    from dnnc import knobs
+    from dnnc import knobs, progress
 
     half = copy.deepcopy(model).cuda().half().eval()
     xs = fp16_inputs(inputs)
     rows = []
     for policy in policies:
         built: list[Any] = []
+        spans: dict[str, float] = {}
 
-        def build(policy: str = policy, built: list[Any] = built) -> Callable[[], Any]:
-            with knobs.override(partition=policy):
+        def build(policy: str = policy, built: list[Any] = built, spans: dict[str, float] = spans) -> Callable[[], Any]:
+            with knobs.override(partition=policy), progress.watching(lambda _: None) as watched:
                 compiled = dnnc.compile(half, xs, device="cuda")
             built.append(compiled)
+            spans.update({name: round(s.seconds, 2) for name, s in watched.spans.items() if s.seconds >= SPAN_FLOOR_S})
             return lambda: compiled(*xs)
 
         row = measure(f"dnnc {policy}", build, reference)
@@ -128,6 +134,7 @@ def dnnc_variants(
             row["compile_reused"] = built[0].report.reused  # compile_s is then a load from the compile cache
             row["contest"] = contest_programs(built[0])
             row["stages"] = {s.name: round(s.seconds, 2) for s in built[0].report.stages}
+            row["spans"] = dict(sorted(spans.items(), key=lambda kv: -kv[1]))
         rows.append(row)
     return rows
 
