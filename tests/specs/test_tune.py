@@ -165,7 +165,7 @@ def test_triton_config_choice_ignores_site_marks() -> None:
     marked = print_ir(group)
     for inner in group.body.block.ops:
         inner.attributes.pop(SITE_ATTR, None)
-    assert SITE_ATTR in marked and _unmarked_text(group) == print_ir(group)
+    assert SITE_ATTR in marked and _unmarked_text(group, GroupInfo.of(group)) == print_ir(group)
 
 
 def test_tune_refuses_without_a_gpu() -> None:

@@ -219,17 +219,15 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
     return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(major * 10 + minor))
 
 
-def _choice_key(
-    group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]], info: GroupInfo | None = None
-) -> str:
+def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]], info: GroupInfo) -> str:
     return content_key({**environment(device), "group": _unmarked_text(group, info), "configs": configs})
 
 
-def _unmarked_text(group: tcp.IsolatedGroupOp, info: GroupInfo | None = None) -> str:
+def _unmarked_text(group: tcp.IsolatedGroupOp, info: GroupInfo) -> str:
     """The group's text without the tuning-site marks (the same kernel at two sites
     shares one config choice)."""
     if not any(SITE_ATTR in op.attributes for op in group.body.block.ops):
-        return (info or GroupInfo.of(group)).text()
+        return info.text()
     copy = group.clone()
     for op in copy.body.block.ops:
         op.attributes.pop(SITE_ATTR, None)

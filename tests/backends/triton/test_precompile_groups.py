@@ -53,7 +53,7 @@ def test_untuned_groups_compile_their_first_config(group: tcp.IsolatedGroupOp, h
 def test_a_remembered_choice_compiles_only_that_config(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
     configs = candidates(GroupInfo.of(group))
     with knobs.override(autotune=True):
-        launch._choices.put_json(launch._choice_key(group, torch.device("cuda"), configs), 1)
+        launch._choices.put_json(launch._choice_key(group, torch.device("cuda"), configs, GroupInfo.of(group)), 1)
         launch.precompile_groups([group], "cuda")
     assert len(handed[0]) == 1
 
