@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,13 +148,21 @@ def read_artifact(path: str | Path) -> ArtifactContents:
     path = Path(path)
     archive, manifest = _open(path)
     try:
-        data = {name: archive.read(name, digest) for name, digest in manifest.members.items()}
+        with ThreadPoolExecutor(1) as pool:
+            # The parameters (most of the file) are read and hashed beside the program's
+            # parse: reading, zip's CRC and SHA-256 let go of the GIL, the parse holds it.
+            params_read = pool.submit(archive.read, PARAMS, manifest.members[PARAMS])
+            data = {name: archive.read(name, digest) for name, digest in manifest.members.items() if name != PARAMS}
+            metadata = _json(data[METADATA], METADATA, path)
+            if not isinstance(metadata, dict):
+                raise ArtifactError(
+                    f"artifact {path}: member {METADATA!r} must hold a JSON object, got {type(metadata).__name__}"
+                )
+            module = _module(data[PROGRAM], path)
+            data[PARAMS] = params_read.result()
     finally:
         archive.close()
-    metadata = _json(data[METADATA], METADATA, path)
-    if not isinstance(metadata, dict):
-        raise ArtifactError(f"artifact {path}: member {METADATA!r} must hold a JSON object, got {type(metadata).__name__}")
-    program = Program(_module(data[PROGRAM], path), _params(data[PARAMS], path), metadata)
+    program = Program(module, _params(data[PARAMS], path), metadata)
     try:
         program.verify(f"{path}:{PROGRAM}")
     except DnncError as e:

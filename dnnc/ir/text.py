@@ -6,12 +6,12 @@ import io
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dnnc.errors import IRError
 from dnnc.ir.context import make_context
+from dnnc.ir.memo_parser import MemoParser
 
 
 def print_ir(op: Operation) -> str:
@@ -23,7 +23,7 @@ def print_ir(op: Operation) -> str:
 def parse_ir(text: str, source: str = "<string>", verify: bool = True) -> ModuleOp:
     """Parse a module; errors name the source and the line."""
     try:
-        module = Parser(make_context(), text, name=source).parse_module()
+        module = MemoParser(make_context(), text, name=source).parse_module()
     except ParseError as e:
         raise IRError(f"{source}: cannot parse IR:\n{e}") from None
     if verify:
