@@ -10,6 +10,7 @@ import torch
 from torch.export import ExportedProgram
 
 from dnnc import knobs
+from dnnc.collection import with_fewer_collections
 from dnnc.compiled import CompiledModule
 from dnnc.errors import DnncError
 from dnnc.ir.program import Program
@@ -17,6 +18,7 @@ from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_f
 from dnnc.runtime.device import resolve_device
 
 
+@with_fewer_collections
 def compile(  # noqa: A001 - the public name users expect
     model: torch.nn.Module | ExportedProgram,
     example_inputs: Sequence[Any] | torch.Tensor = (),
@@ -56,6 +58,7 @@ def compile(  # noqa: A001 - the public name users expect
     return compiled
 
 
+@with_fewer_collections
 def compile_program(
     program: Program, *, device: str | None = None, cuda_graph: bool | None = None, stage: str = "canonical-stablehlo"
 ) -> CompiledModule:

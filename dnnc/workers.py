@@ -198,7 +198,10 @@ def main() -> None:
         os.nice(WORKER_NICENESS)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr, never into the replies
-    _serve(sys.stdin.buffer, replies)
+    from dnnc.collection import fewer_collections
+
+    with fewer_collections():  # a worker compiles for as long as it lives
+        _serve(sys.stdin.buffer, replies)
 
 
 if __name__ == "__main__":
