@@ -4,15 +4,18 @@
     python bench/compile_time.py --workloads resnet50-b32 --dtype float16 --policies auto,greedy --out DIR
 
 Each model compiles twice per partition policy (``--policies``, default: the default
-policy alone): *cold*, in a fresh process with an empty cache directory (every cuDNN plan
-tuned, every Triton kernel compiled, every partition candidate timed), then *warm*, in a
-fresh process reading that cache (what a user's second run pays). That comes twice:
+policy alone): *cold*, in a fresh process with empty cache directories (dnnc's, Triton's
+and the CUDA driver's JIT cache: every cuDNN plan tuned, every Triton kernel compiled,
+every partition candidate timed), then *warm*, in a fresh process reading those caches
+(what a user's second run pays). That comes twice:
 *rewarm* with the compile cache off (the model exported and compiled again, every
 measurement and kernel found in the caches), then *warm* with the defaults (the cold
 compile stored the whole compile, so the compile cache finds it without exporting). The
-warm compile saves an artifact, and a last process loads it and makes its first call
-(``load_s``: what a server pays at start; ``load_only_s``: ``dnnc.load`` alone). The cold compile reports its stages (``CompileReport``); with
-``--profile`` it (and the load) is also profiled: the functions of dnnc, Triton and cuDNN's frontend
+warm compile saves an artifact, and ``--loads`` fresh processes (3) each load it and make
+their first call; the median is kept (``load_s``: what a server pays at start;
+``load_only_s``: ``dnnc.load`` alone). The cold compile reports its stages
+(``CompileReport``); with ``--profile`` it and one more load are also profiled (the load
+also by each function's own time, torch's and the CUDA driver's included): the functions of dnnc, Triton and cuDNN's frontend
 that took the most time, with their call counts (how many kernels were compiled, plans
 built, candidates timed). Profiling is off by default because it slows the Python-heavy
 stages (export most) and its attribution mixes threads (on Python 3.12 cProfile sees
@@ -43,6 +46,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
+from bench.export_time import top_own
 from dnnc import knobs, progress
 
 RESULTS = Path(__file__).with_name("results")
@@ -135,14 +139,23 @@ def cold(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def measured_alone(role: str, spec: str, args: argparse.Namespace, cache: Path, policy: str, compile_cache: bool = True) -> str:
+def measured_alone(
+    role: str, spec: str, args: argparse.Namespace, cache: Path, policy: str, compile_cache: bool = True, profiled: bool = True
+) -> str:
     """What this script prints as its last line run as ``--ROLE-only SPEC`` in a fresh
     process that uses ``cache`` and compiles with ``policy`` (``--artifact``: the warm
     compile saves it there, the load reads it), with the compile cache on or off."""
     command = [sys.executable, __file__, f"--{role}-only", spec, "--artifact", str(cache / "warm.dnnc"), *_shared(args)]
-    if args.profile and role in ("cold", "load"):
+    if args.profile and role in ("cold", "load") and profiled:
         command.append("--profile")
-    env = {**os.environ, "DNNC_CACHE_DIR": str(cache), "DNNC_PARTITION": policy, "DNNC_COMPILE_CACHE": str(int(compile_cache))}
+    env = {
+        **os.environ,
+        "DNNC_CACHE_DIR": str(cache),
+        "CUDA_CACHE_PATH": str(cache / "cuda"),  # the driver's JIT cache too (compile_table._cache_env)
+        "TRITON_CACHE_DIR": str(cache / "triton"),
+        "DNNC_PARTITION": policy,
+        "DNNC_COMPILE_CACHE": str(int(compile_cache)),
+    }
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip().splitlines()[-1]
 
@@ -167,6 +180,7 @@ def load_once(spec: str, artifact: Path, args: argparse.Namespace) -> dict[str, 
         "load_only_s": round(loaded_s, 3),
         "load_stages": {s.name: round(s.seconds, 3) for s in loaded.report.stages},
         "profile": top_functions(profile) if profile is not None else [],
+        "profile_own": top_own(profile) if profile is not None else [],
     }
 
 
@@ -195,6 +209,7 @@ def main() -> None:
     parser.add_argument("--policies", default=knobs.get().partition, help="partition policies, comma-separated")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--profile", action="store_true", help="profile the cold compile (slows it down)")
+    parser.add_argument("--loads", type=int, default=3, help="fresh processes that load the artifact (the median is kept)")
     parser.add_argument("--name", default="", help="added to the result file's name (runs of one day apart)")
     parser.add_argument("--cold-only", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--warm-only", default=None, help=argparse.SUPPRESS)
@@ -247,13 +262,18 @@ def main() -> None:
                 # every measurement and kernel cached, the model compiled again (the cold compile stored the whole compile)
                 row["rewarm_s"] = round(float(measured_alone("warm", spec, args, cache, policy, compile_cache=False)), 2)
                 row["warm_s"] = round(float(measured_alone("warm", spec, args, cache, policy)), 2)
-                loaded = json.loads(measured_alone("load", spec, args, cache, policy))
+                loads = [json.loads(measured_alone("load", spec, args, cache, policy, profiled=False)) for _ in range(args.loads)]
+                loads.sort(key=lambda m: m["load_only_s"])
+                loaded = loads[len(loads) // 2]  # the median load, unprofiled
                 row |= {
                     "load_s": round(loaded["load_s"], 2),
                     "load_only_s": loaded["load_only_s"],
+                    "load_only_all_s": [m["load_only_s"] for m in loads],
                     "load_stages": loaded["load_stages"],
-                    "load_profile": loaded["profile"],
                 }
+                if args.profile:
+                    profiled = json.loads(measured_alone("load", spec, args, cache, policy))
+                    row |= {"load_profile": profiled["profile"], "load_profile_own": profiled["profile_own"]}
             record["results"].append(row)
             path.write_text(json.dumps(record, indent=2) + "\n")  # what a later model's failure or a time limit leaves
             print(
@@ -267,10 +287,13 @@ def main() -> None:
                 print(f"      {name:44s} {s['seconds']:8.2f} s {s['calls']:5d}x {s['items']:6d} items")
             for fn in row["profile"][:12]:
                 print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
-            if row["load_profile"]:
-                print(f"    load {row['load_s']:.2f} s (dnnc.load {row['load_only_s']:.2f} s, then the first call):")
-            for fn in row["load_profile"][:15]:
+            print(f"    dnnc.load {row['load_only_all_s']} s, stages {row['load_stages']}")
+            if row.get("load_profile"):
+                print("    the load profiled (dnnc.load, then the first call):")
+            for fn in row.get("load_profile", [])[:15]:
                 print(f"    {fn['cumulative_s']:8.2f} s {fn['calls']:6d}x {fn['function']}")
+            for fn in row.get("load_profile_own", [])[:15]:
+                print(f"    {fn['own_s']:8.2f} s own {fn['calls']:6d}x {fn['function']}")
     print(f"wrote {path}")
 
 

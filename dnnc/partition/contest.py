@@ -18,6 +18,7 @@ kernel caches.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,8 +127,10 @@ def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> 
             entry["skipped"] = f"predicted over {MARGIN}x the cheapest cover"
         else:
             progress.stage(f"gpu-partition: timing {name}'s whole program")
+            started = time.perf_counter()
             built = build_and_time(program, build)
             entry["program_ms"] = built.ms if built is not None else None
+            entry["build_s"] = round(time.perf_counter() - started, 2)
             if built is not None and (fastest is None or built.ms < fastest[1].ms):
                 fastest = (name, built)  # the one it beats goes back to the allocator
             del built  # a slower one is not kept while the next contender is built
