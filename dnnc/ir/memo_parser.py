@@ -16,6 +16,8 @@ plain way every time; errors come from the plain parse, with its positions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.ir import Attribute, TypeAttribute
@@ -75,34 +77,28 @@ class MemoParser(Parser):
         following = self._current_token.span.start
         return following >= end and not self._text[end:following].strip()
 
-    def parse_optional_type(self) -> TypeAttribute | None:
-        start = self._current_token.span.start
-        end = _type_end(self._text, start)
-        if end is None:
-            return super().parse_optional_type()
-        key = self._text[start:end]
-        found = self._types.get(key)
+    def _memoized(self, memo: dict[str, Any], end: int, parse: Callable[[], Any]) -> Any:
+        """What ``parse`` gives for the text from the current token to ``end``: the memo's
+        value (the lexer moved past it), or ``parse``'s, kept if it stopped at ``end``."""
+        key = self._text[self._current_token.span.start : end]
+        found = memo.get(key)
         if found is not None:
             self._resume_from(end)
             return found
-        parsed = super().parse_optional_type()
+        parsed = parse()
         if parsed is not None and self._consumed_exactly(end):
-            self._types[key] = parsed
+            memo[key] = parsed
         return parsed
+
+    def parse_optional_type(self) -> TypeAttribute | None:
+        end = _type_end(self._text, self._current_token.span.start)
+        if end is None:
+            return super().parse_optional_type()
+        return self._memoized(self._types, end, super().parse_optional_type)
 
     def parse_optional_attr_dict(self) -> dict[str, Attribute]:
         start = self._current_token.span.start
-        if not self._text.startswith("{", start):
-            return super().parse_optional_attr_dict()
-        end = _balanced_end(self._text, start, "{", "}")
+        end = _balanced_end(self._text, start, "{", "}") if self._text.startswith("{", start) else None
         if end is None:
             return super().parse_optional_attr_dict()
-        key = self._text[start:end]
-        found = self._dicts.get(key)
-        if found is not None:
-            self._resume_from(end)
-            return dict(found)
-        parsed = super().parse_optional_attr_dict()
-        if self._consumed_exactly(end):
-            self._dicts[key] = dict(parsed)
-        return parsed
+        return dict(self._memoized(self._dicts, end, super().parse_optional_attr_dict))  # each op its own dictionary
