@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gc
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 
 import dnnc
+from dnnc import knobs
 from dnnc.collection import YOUNG_THRESHOLD, fewer_collections
 
 
@@ -61,8 +63,7 @@ def test_overlapping_uses_in_threads_restore_once_both_end(default_threshold: No
     assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_dnnc_compile_runs_inside_and_restores(default_threshold: None, tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("DNNC_CACHE_DIR", str(tmp_path))
+def test_dnnc_compile_runs_inside_and_restores(default_threshold: None, tmp_path: Path) -> None:
     seen = []
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
 
@@ -71,6 +72,7 @@ def test_dnnc_compile_runs_inside_and_restores(default_threshold: None, tmp_path
         return args[-1]
 
     model.register_forward_hook(lambda m, i, o: spy(o))
-    dnnc.compile(model, (torch.randn(2, 4),), device="cpu")
+    with knobs.override(cache_dir=tmp_path):
+        dnnc.compile(model, (torch.randn(2, 4),), device="cpu")
     assert seen and set(seen) == {YOUNG_THRESHOLD}
     assert gc.get_threshold() == (700, 10, 10)
