@@ -14,12 +14,13 @@ compile stored the whole compile, so the compile cache finds it without exportin
 warm compile saves an artifact, and ``--loads`` fresh processes (3) each load it and make
 their first call; the median is kept (``load_s``: what a server pays at start;
 ``load_only_s``: ``dnnc.load`` alone). The cold compile reports its stages
-(``CompileReport``); with ``--profile`` it and one more load are also profiled (the load
-also by each function's own time, torch's and the CUDA driver's included): the functions of dnnc, Triton and cuDNN's frontend
-that took the most time, with their call counts (how many kernels were compiled, plans
-built, candidates timed). Profiling is off by default because it slows the Python-heavy
-stages (export most) and its attribution mixes threads (on Python 3.12 cProfile sees
-every thread, and the compile's precompiles run in threads). Writes one JSON per run
+(``CompileReport``); with ``--profile`` it and one more load are also profiled: the
+functions of dnnc, Triton and cuDNN's frontend that took the most time, with their call
+counts (how many kernels were compiled, plans built, candidates timed), and for the load
+also every function by its own time (torch's and the CUDA driver's included).
+Profiling is off by default because it slows the Python-heavy stages (export most) and
+its attribution mixes threads (on Python 3.12 cProfile sees every thread, and the
+compile's precompiles run in threads). Writes one JSON per run
 under ``--out`` (default ``bench/results/``), rewritten after each model.
 """
 

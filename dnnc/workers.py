@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from dnnc.collection import fewer_collections
+
 WORKER_NICENESS = 10
 """Workers run at a lower CPU priority than the compile that started them: their start
 (24 interpreters importing torch and Triton on 16 cores) and their compiles otherwise
@@ -198,8 +200,6 @@ def main() -> None:
         os.nice(WORKER_NICENESS)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr, never into the replies
-    from dnnc.collection import fewer_collections
-
     with fewer_collections():  # a worker compiles for as long as it lives
         _serve(sys.stdin.buffer, replies)
 

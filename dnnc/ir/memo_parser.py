@@ -3,10 +3,10 @@
 A program's text repeats itself: ResNet-50's GPU program names the same few dozen
 tensor types and convolution attribute dictionaries hundreds of times. xDSL parsed
 that program (91 KB at batch 32) in 0.20 s on an H100 host, a fifth of the artifact's
-load; with the memo, 0.09 s (2026-11-26). In MLIR's syntax a type or attribute dictionary means the same wherever its
-text appears in one file (attributes are immutable and context-free; aliases are
-file-wide), so the second time a text comes the parsed value is reused and the lexer
-jumps past it.
+load; with the memo, 0.09 s (2026-11-26). In MLIR's syntax a type or attribute
+dictionary means the same wherever its text appears in one file (attributes are
+immutable and context-free; aliases are file-wide), so the second time a text comes the
+parsed value is reused and the lexer jumps past it.
 
 A memo entry is made only where the plain parse consumed exactly the scanned text, so
 anything the scan misjudges (a comment inside, an unusual type syntax) is parsed the
@@ -24,8 +24,6 @@ from xdsl.ir import Attribute, TypeAttribute
 from xdsl.parser import Parser
 
 _TYPE_NAME = re.compile(r"!?[A-Za-z_][A-Za-z0-9_.$]*")
-_OPEN = "<([{"
-_CLOSE = ">)]}"
 
 
 def _balanced_end(text: str, start: int, opening: str, closing: str) -> int | None:
