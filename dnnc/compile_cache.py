@@ -63,6 +63,7 @@ COMPILE_SETTINGS = (
     "reference_precision",
     "autotune",
     "tune_floor_us",
+    "runtime_compiled_plans",
     "cudnn_attention",
     "partition",
     "measure",

@@ -51,6 +51,14 @@ class Knobs:
     all (``configs.launch_bound_pair``). 0 (the default) times every config: at 4, the
     cold compiles of mobilenetv2 and ghostnet (64x64, batch 2, H200) took 1-2 s less
     and ran 0.5% and 2.6% slower (BENCHMARKS.md). (DNNC_TUNE_FLOOR_US)"""
+    runtime_compiled_plans: int = 2
+    """How many runtime-compiled plans (cuDNN generates and compiles their kernels when it
+    builds them, 0.05-1 s each) tuning builds and times per cuDNN graph, the heuristics'
+    best first; every precompiled plan among the first ``MAX_TIMED_PLANS`` is timed. Over
+    nine suite and zoo models on an H200, 2 built 118 of the 442 runtime-compiled plans
+    that timing all of them built, for 0.6% more summed cuDNN kernel time (at most 0.9%
+    of one model's tuned kernel time; BENCHMARKS.md). ``dnnc tune`` times them all.
+    (DNNC_RUNTIME_COMPILED_PLANS)"""
     cudnn_attention: bool = False
     """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
     its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
@@ -104,6 +112,7 @@ _ENV = {
     "compile_cache": "DNNC_COMPILE_CACHE",
     "autotune": "DNNC_AUTOTUNE",
     "tune_floor_us": "DNNC_TUNE_FLOOR_US",
+    "runtime_compiled_plans": "DNNC_RUNTIME_COMPILED_PLANS",
     "cudnn_attention": "DNNC_CUDNN_ATTENTION",
     "gpu_backends": "DNNC_GPU_BACKENDS",
     "partition": "DNNC_PARTITION",
@@ -150,6 +159,14 @@ def _parse(field: str, raw: str) -> object:
         if workers < 0:
             raise SettingsError(f"{_ENV[field]}={raw!r}: expected 0 (compile in this process) or more workers")
         return workers
+    if field == "runtime_compiled_plans":
+        try:
+            plans = int(raw)
+        except ValueError:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
+        if plans < 1:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected 1 or more plans (a graph may have no other kind)")
+        return plans
     if field == "tune_floor_us":
         try:
             floor = float(raw)

@@ -32,6 +32,9 @@
 #              picks, default one per model; $TABLE_VARIANTS picks variants; $TABLE_WARM names
 #              those compiled warm too, default all; $TABLE_DEADLINE_S starts no workload after
 #              that many seconds; $TABLE_NAME goes into the file name)
+#   tuning-times  every Triton config and cuDNN plan tuning times in cold compiles of
+#              $TUNING_WORKLOADS (default unet2d-b8,convnext_tiny-b32), and what timing fewer
+#              would keep (bench/tuning_times.py; $TUNING_NAME goes into the file name)
 #   export-time  torch.export of $EXPORT_WORKLOADS (default resnet50-b32,unet2d-b8) in fresh
 #              processes, on the CPU and the GPU, with and without the compile workers starting
 #              (bench/export_time.py; $EXPORT_PROFILE=1 profiles each first export)
@@ -130,6 +133,9 @@ for step in $steps; do
     compile-table)
       python3 bench/compile_table.py --workloads "${TABLE_WORKLOADS:-}" ${TABLE_DEADLINE_S:+--deadline-s "$TABLE_DEADLINE_S"} \
         ${TABLE_NAME:+--name "$TABLE_NAME"} ${TABLE_WARM:+--warm-variants "$TABLE_WARM"} ${TABLE_VARIANTS:+--variants "$TABLE_VARIANTS"} --out "$OUT" 2>&1 | tee "$OUT/compile-table${TABLE_NAME:+-$TABLE_NAME}.log" || status=1 ;;
+    tuning-times)
+      python3 bench/tuning_times.py --workloads "${TUNING_WORKLOADS:-unet2d-b8,convnext_tiny-b32}" \
+        ${TUNING_NAME:+--name "$TUNING_NAME"} --out "$OUT" 2>&1 | tee "$OUT/tuning-times.log" || status=1 ;;
     export-time)
       python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" ${EXPORT_PROFILE:+--profile} --out "$OUT" 2>&1 \
         | tee "$OUT/export-time.log" || status=1 ;;

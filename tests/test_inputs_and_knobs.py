@@ -88,6 +88,7 @@ def test_knobs_from_environment() -> None:
     assert knobs.from_env({}) == knobs.Knobs()
     assert knobs.from_env({"DNNC_COMPILE_WORKERS": "3"}).compile_workers == 3
     assert knobs.from_env({"DNNC_TUNE_FLOOR_US": "2.5"}).tune_floor_us == 2.5
+    assert knobs.from_env({"DNNC_RUNTIME_COMPILED_PLANS": "8"}).runtime_compiled_plans == 8
 
 
 @pytest.mark.parametrize(
@@ -99,6 +100,8 @@ def test_knobs_from_environment() -> None:
         ({"DNNC_TUNE_FLOOR_US": "-1"}, "expected 0 \\(time every config\\) or more microseconds"),
         ({"DNNC_TUNE_FLOOR_US": "nan"}, "expected 0"),
         ({"DNNC_TUNE_FLOOR_US": "fast"}, "expected a number of microseconds"),
+        ({"DNNC_RUNTIME_COMPILED_PLANS": "0"}, "expected 1 or more plans"),
+        ({"DNNC_RUNTIME_COMPILED_PLANS": "all"}, "expected a whole number"),
     ],
 )
 def test_knobs_reject_bad_values(env: dict[str, str], message: str) -> None:

@@ -124,7 +124,8 @@ def timing_environment() -> dict[str, Any]:
     """What a measured time depends on besides the program: dnnc and library
     versions, the GPU and the autotune settings."""
     settings = knobs.get()
-    return {**_here(), "autotune": settings.autotune, "tune_floor_us": settings.tune_floor_us}
+    tuning = {"autotune": settings.autotune, "tune_floor_us": settings.tune_floor_us}
+    return {**_here(), **tuning, "runtime_compiled_plans": settings.runtime_compiled_plans}
 
 
 def time_alone(candidate: Candidate, program: Program, device: torch.device, text: str) -> float:

@@ -201,7 +201,10 @@ def tune(module: Any, inputs: Sequence[Any], sku: bool = False) -> TuneRun:
     if device.arch is None:
         raise DnncError("dnnc tune measures on a GPU, and none is visible here")
     started = time.perf_counter()
-    with knobs.override(partition="auto", measure=True, tune_floor_us=0.0, **only_specs("")):  # every config timed
+    from dnnc.backends.cudnn.runtime import MAX_TIMED_PLANS
+
+    everything = {"tune_floor_us": 0.0, "runtime_compiled_plans": MAX_TIMED_PLANS}  # every config and plan timed
+    with knobs.override(partition="auto", measure=True, **everything, **only_specs("")):
         compiled = dnnc.compile(module, inputs, device="cuda")
     seconds = time.perf_counter() - started
     target = Target(device.arch, device.name if sku else None)

@@ -2,12 +2,14 @@
 
 A plan of a runtime-compiled engine (behavior note ``RUNTIME_COMPILATION``: cuDNN
 generates its kernel and compiles it when the plan is built) takes 0.1-1 s to build;
-a precompiled engine's plan about a millisecond. Tuning builds the first
-``MAX_TIMED_PLANS`` plans of a graph, and graphs that only runtime-compiled engines
-take (a convolution with a residual add, a matmul with its bias) have eight such
-plans: on an H100, building the plans of ResNet-50's 29 distinct graphs took 30 s
-at batch 1 and 35 s at batch 32, all but a few hundredths of a second of it in the 72
-runtime-compiled plans (cuDNN 9.19, 2026-11-25; BENCHMARKS.md).
+a precompiled engine's plan about a millisecond. Graphs that only runtime-compiled
+engines take (a convolution with a residual add, a matmul with its bias) had eight such
+plans among the first ``MAX_TIMED_PLANS``: on an H100, building the plans of
+ResNet-50's 29 distinct graphs took 30 s at batch 1 and 35 s at batch 32, all but a
+few hundredths of a second of it in the 72 runtime-compiled plans (cuDNN 9.19,
+2026-11-25; BENCHMARKS.md). Tuning now builds the first
+``knobs.runtime_compiled_plans`` of them (``runtime.tuned_plan``), and those are
+built here.
 
 The executor hands ``precompile`` the ops it is about to build. For each graph that
 will be tuned (no cached plan, no tuning spec's), the runtime-compiled plans among
@@ -88,22 +90,22 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
 
 
 def _runtime_compiled(op: dialect.GraphOp, handle: Any) -> list[tuple[int, str]]:
-    """(rank, engine tag) of the runtime-compiled plans among the ones tuning builds:
-    the first ``MAX_TIMED_PLANS`` when autotuning, else the first."""
-    from dnnc.backends.cudnn.runtime import MAX_TIMED_PLANS, _plan_name, _ranked
+    """(rank, engine tag) of the runtime-compiled plans tuning builds (``runtime.tuned_plan``
+    when autotuning, else the first plan's if it is one)."""
+    from dnnc.backends.cudnn.runtime import _plan_name, _ranked, runtime_compiled, tuned_plan
 
     try:
         g = _ranked(op, handle).graph
         count = g.get_execution_plan_count()
     except Exception:  # tuning says why
         return []
-    found = []
-    for i in range(min(count, MAX_TIMED_PLANS if knobs.get().autotune else 1)):
-        try:
-            notes = g.get_behavior_notes_for_plan_at_index(i)
-        except Exception:
-            continue
-        if any("RUNTIME_COMPILATION" in str(n) for n in notes):
+    if not knobs.get().autotune:
+        return [(0, _plan_name(g, 0))] if count and runtime_compiled(g, 0) else []
+    found: list[tuple[int, str]] = []
+    for i in range(count):
+        if runtime_compiled(g, i):
+            if not tuned_plan(i, len(found)):
+                break
             found.append((i, _plan_name(g, i)))
     return found
 

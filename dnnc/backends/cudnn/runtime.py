@@ -47,7 +47,8 @@ log = logging.getLogger("dnnc.cudnn")
 
 MAX_TIMED_PLANS = 8
 """At most this many ranked plans are built and timed per graph (the heuristics'
-best first; the partitioner tunes every cuDNN candidate, so this bounds compile time)."""
+best first), and runtime-compiled ones only among the first this many, at most
+``knobs.runtime_compiled_plans`` of them (``tuned_plan``)."""
 
 
 LOSING_FACTOR = 4.0
@@ -307,6 +308,7 @@ def _plan_key(signature: str, device: torch.device) -> str:
             "frontend": getattr(cudnn, "__version__", "?"),
             "backend": cudnn.backend_version(),  # the cuDNN library the frontend loaded
             "measured": knobs.get().autotune,  # a heuristic pick never stands in for a measured one
+            "runtime_compiled_plans": knobs.get().runtime_compiled_plans if knobs.get().autotune else None,
         }
     )
 
@@ -375,9 +377,10 @@ def _ranked(op: dialect.GraphOp, handle: Any) -> _Builder:
 
 def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str) -> CudnnGraphKernel:
     """Heuristics rank the plans; without autotuning the first that builds is kept,
-    with it the first ``MAX_TIMED_PLANS`` that build are timed on fresh inputs (only
-    those are built: building every plan cuDNN lists costs seconds per graph). A plan
-    ``prebuild`` built in a worker is deserialized rather than built again."""
+    with it the first ``MAX_TIMED_PLANS`` that build and that ``tuned_plan`` keeps are
+    timed on fresh inputs (only those are built: building every plan cuDNN lists costs
+    seconds per graph). A plan ``prebuild`` built in a worker is deserialized rather
+    than built again."""
     cudnn = load_frontend()
     try:  # host-side queries of the library: a refusal here is its answer for this graph
         b = _ranked(op, handle)
@@ -399,7 +402,12 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str
     best: _Plan | None = None
     best_ms, timed, built = None, 0, 0
     what = _describe(op)
+    compiled_at_build = 0
     for i in range(count):
+        if tune and runtime_compiled(g, i):
+            if not tuned_plan(i, compiled_at_build):
+                continue
+            compiled_at_build += 1
         plan = _plan_at(g, i, handle, device, prebuilt.get(i), what)
         if plan is None:
             continue
@@ -416,7 +424,7 @@ def _tune(op: dialect.GraphOp, device: torch.device, handle: Any, signature: str
         except Exception as e:  # a plan that fails to run is skipped, not fatal
             log.debug("cudnn: %s: plan %d failed: %s", what, i, e)
             continue
-        log.debug("cudnn: %s: plan %d runs in %.4f ms", what, i, ms)
+        log.debug("cudnn: %s: plan %d runs in %.4f ms", what, i, ms, extra=_timed(op, g, i, ms))
         timed += 1
         if best_ms is None or ms < best_ms:
             best, best_ms = plan, ms
@@ -479,6 +487,37 @@ def _plan_at(g: Any, i: int, handle: Any, device: torch.device, prebuilt: Any, w
         return None
     log.debug("cudnn: %s: plan %d (%s) built in %.2f s", what, i, _plan_name(g, i), time.perf_counter() - started)
     return _Plan(i, torch.empty(max(g.get_workspace_size_plan_at_index(i), 1), dtype=torch.uint8, device=device))
+
+
+def runtime_compiled(g: Any, rank: int) -> bool:
+    """Whether cuDNN compiles plan ``rank``'s kernel when it builds it (behavior note
+    ``RUNTIME_COMPILATION``): a host-side query, microseconds."""
+    try:
+        return any("RUNTIME_COMPILATION" in str(n) for n in g.get_behavior_notes_for_plan_at_index(rank))
+    except Exception:  # no notes: built like any other plan
+        return False
+
+
+def tuned_plan(rank: int, runtime_compiled_before: int) -> bool:
+    """Whether tuning builds and times the runtime-compiled plan at ``rank`` after
+    ``runtime_compiled_before`` others: among the first ``MAX_TIMED_PLANS`` ranks, the
+    first ``knobs.runtime_compiled_plans``. Precompiled plans build in about a
+    millisecond and are all timed; a runtime-compiled one takes 0.05-1 s to build, and
+    on nine suite and zoo models (H200) one past the second rarely won and then by
+    little (``bench/tuning_times.py``)."""
+    return rank < MAX_TIMED_PLANS and runtime_compiled_before < knobs.get().runtime_compiled_plans
+
+
+def _timed(op: dialect.GraphOp, g: Any, rank: int, ms: float) -> dict[str, Any]:
+    """One plan's timing as a debug record carries it (``bench/tuning_times.py`` reads
+    them): the graph's kind and shapes, the plan's rank, engine and whether cuDNN
+    compiles its kernel at build time, and its time. Empty unless debug logging is on."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return {}
+    shapes = [list(shape_of(v.type)) for v in (*op.inputs, *op.outputs)]
+    kind = group_attr(op, GROUP_KIND_ATTR) or "graph"
+    record = {"backend": "cudnn", "kind": kind, "shapes": shapes, "rank": rank, "name": _plan_name(g, rank), "ms": ms}
+    return {"timed": {**record, "runtime_compiled": runtime_compiled(g, rank)}}
 
 
 def _describe(op: dialect.GraphOp) -> str:

@@ -111,10 +111,12 @@ def _time(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.
     return device_time_ms(lambda: kernel.launch(inputs, outputs))
 
 
-def _timed(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.Tensor], ms: float) -> dict[str, Any]:
-    """One config's timing as a debug record carries it (``bench/triton_config_times.py``
-    reads them): the kernel's kind, its tensors' shapes, the config and the time."""
-    return {"kind": kernel.kind, "shapes": [list(t.shape) for t in (*inputs, *outputs)], "config": kernel.config, "ms": ms}
+def _timed(kernel: TritonKernel, inputs: list[torch.Tensor], outputs: list[torch.Tensor], rank: int, ms: float) -> dict[str, Any]:
+    """One config's timing as a debug record carries it (``bench/tuning_times.py`` reads
+    them): the kernel's kind, its tensors' shapes, the config, its rank among the
+    heuristics' configs and the time."""
+    shapes = [list(t.shape) for t in (*inputs, *outputs)]
+    return {"backend": "triton", "kind": kernel.kind, "shapes": shapes, "config": kernel.config, "rank": rank, "ms": ms}
 
 
 def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> TritonKernel:
@@ -153,7 +155,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
             try:
                 kernel = TritonKernel(source or generate(group, config, info=info), device, capability, config)
                 elapsed = _time(kernel, inputs, outputs)
-                log.debug("triton: %s config timed", info.kind, extra={"timed": _timed(kernel, inputs, outputs, elapsed)})
+                log.debug("triton: %s config timed", info.kind, extra={"timed": _timed(kernel, inputs, outputs, i, elapsed)})
             except Exception as e:
                 failures.append(f"{config}: {e}")
                 continue

@@ -252,6 +252,22 @@ def test_runtime_compiled_plans_are_built_in_workers_and_travel_serialized(tmp_p
     assert_matches(loaded(x, r), expected, torch.float16, gpu=True)
 
 
+@pytest.mark.parametrize("plans", [1, 3])
+def test_tuning_times_as_many_runtime_compiled_plans_as_asked(plans: int, tmp_path, rng: torch.Generator) -> None:
+    """A residual convolution only runtime-compiled engines take is tuned on the first
+    ``knobs.runtime_compiled_plans`` of them (its other plans are not built), and
+    computes the reference's result."""
+    from dnnc.ir import cudnn as dialect
+
+    model = ConvEpilogue(64, 64, "relu", True, kernel_size=1).eval().cuda().half()
+    x, r = (torch.randn(8, 64, 28, 28, generator=rng).cuda().half() for _ in range(2))
+    with knobs.override(cache_dir=tmp_path, autotune=True, runtime_compiled_plans=plans):
+        compiled = dnnc.compile(model, [x, r], device="cuda")
+    kernel = next(k for op, k in compiled.kernels().items() if isinstance(op, dialect.GraphOp))  # type: ignore[union-attr]
+    assert kernel.plan.timed == plans
+    assert_matches(compiled(x, r), _reference(model, [x, r]).half(), torch.float16, gpu=True)
+
+
 @pytest.mark.parametrize("name", ["gpt2_block", "vit_block"])
 def test_attention_as_one_sdpa_graph(name: str) -> None:
     """With ``cudnn_attention`` on, attention runs as one cuDNN SDPA graph (no

@@ -139,3 +139,37 @@ def test_workers_start_ahead_and_are_let_go_when_idle(monkeypatch: pytest.Monkey
     with knobs.override(compile_workers=4):
         prebuild.start_workers()
     assert not started, "no workers with one compile process, nor without the frontend"
+
+
+class FakeRanked:
+    """A ranked graph whose plans at ``compiled`` ranks are runtime-compiled."""
+
+    def __init__(self, count: int, compiled: set[int]) -> None:
+        self.count, self.compiled = count, compiled
+
+    def get_execution_plan_count(self) -> int:
+        return self.count
+
+    def get_behavior_notes_for_plan_at_index(self, i: int) -> list[str]:
+        return ["BehaviorNote_t.RUNTIME_COMPILATION"] if i in self.compiled else []
+
+    def get_plan_name_at_index(self, i: int) -> str:
+        return f"eng{i}"
+
+
+@pytest.mark.parametrize(
+    "plans,autotune,expected",
+    [(2, True, [1, 3]), (1, True, [1]), (8, True, [1, 3, 4, 5, 7]), (2, False, [])],
+)
+def test_the_runtime_compiled_plans_tuning_builds(
+    graphs: list[cudnn.GraphOp], monkeypatch: pytest.MonkeyPatch, plans: int, autotune: bool, expected: list[int]
+) -> None:
+    """The first ``knobs.runtime_compiled_plans`` runtime-compiled plans among the first
+    ``MAX_TIMED_PLANS`` ranks (precompiled ones are built by tuning, a millisecond each);
+    without autotuning, only the first plan, and it is precompiled here."""
+    fake = FakeRanked(10, {1, 3, 4, 5, 7, 8, 9})
+    monkeypatch.setattr(runtime, "_ranked", lambda op, handle: SimpleNamespace(graph=fake))
+    with knobs.override(runtime_compiled_plans=plans, autotune=autotune):
+        found = prebuild._runtime_compiled(graphs[0], "handle")
+    assert found == [(i, f"eng{i}") for i in expected]
+    assert [i for i in range(10) if runtime.runtime_compiled(fake, i)] == sorted(fake.compiled)
