@@ -102,6 +102,12 @@ class WorkerPool:
         self._lock = threading.Lock()
         atexit.register(self.close)
 
+    @property
+    def started(self) -> bool:
+        """Whether its workers are running (or being started): a job handed to them then
+        costs no start."""
+        return bool(self._workers) or self._lock.locked()
+
     def map(self, fn: Callable[[Any], Any], args: Sequence[Any]) -> list[Any]:
         """``[fn(a) for a in args]``, computed in the workers. ``fn`` must be a
         module-level function (it is pickled by name)."""

@@ -26,8 +26,12 @@ def pool():
 
 
 def test_results_come_back_in_order(pool: WorkerPool) -> None:
+    assert not pool.started
     args = list(range(12))
     assert pool.map(math.factorial, args) == [math.factorial(a) for a in args]
+    assert pool.started
+    pool.close()
+    assert not pool.started
 
 
 def test_an_unguarded_script_runs_once(tmp_path: Path) -> None:

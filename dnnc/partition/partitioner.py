@@ -246,24 +246,45 @@ class Contender:
 
 MEASURE_ROUNDS = 4
 
+MEASURE_MARGIN = 1.5
+"""A single-backend policy's cheapest cover is measured only while it is priced within
+this many times the cheapest cover (``auto``'s, which may use every candidate). One
+further out cannot enter the whole-program contest, which builds covers priced within
+``contest.MARGIN`` (1.25) of the cheapest, unless measuring ``auto``'s groups moves the
+prices by a fifth against it. Measuring it anyway was most of a round: a UNet's
+triton-only cover, priced 2.3 times ``auto``'s, is mostly Triton convolutions, each
+compiled and timed for nothing."""
+
 
 def measure_what_matters(
     preds: Sequence[int], candidates: list[Candidate], params: ParamStore, report: PricingReport
 ) -> list[Candidate]:
-    """Time the groups of the cheapest covers until those covers are all measured."""
+    """Time the groups of the cheapest covers (``auto``'s, and each single-backend
+    policy's priced within ``MEASURE_MARGIN`` of it) until those covers are all measured."""
     times: Times = {}
     for _ in range(MEASURE_ROUNDS):
-        chosen: list[Candidate] = []
-        for policy in ("auto", "cudnn-only", "triton-only"):
-            allowed = policy_candidates(candidates, policy)
-            try:
-                chosen += [allowed[i] for i in cover_by(preds, allowed).chosen]
-            except NoCover:
-                continue
+        chosen = [c for cover in covers_worth_measuring(preds, candidates) for c in cover]
         if all(c.measured_ms is not None or c.fixed or c.spec is not None or c.backend not in BACKENDS for c in chosen):
             break
         candidates = measure(chosen, candidates, params, report, times)
     return candidates
+
+
+def covers_worth_measuring(preds: Sequence[int], candidates: Sequence[Candidate]) -> list[list[Candidate]]:
+    """The cheapest cover of every policy that has one, at today's prices, keeping those
+    priced within ``MEASURE_MARGIN`` of the cheapest of them."""
+    found: list[tuple[float, list[Candidate]]] = []
+    for policy in ("auto", "cudnn-only", "triton-only"):
+        allowed = policy_candidates(candidates, policy)
+        try:
+            cover = cover_by(preds, allowed)
+        except NoCover:
+            continue
+        found.append((cover.cost, [allowed[i] for i in cover.chosen]))
+    if not found:
+        return []
+    cheapest = min(cost for cost, _ in found)
+    return [chosen for cost, chosen in found if cost <= MEASURE_MARGIN * cheapest]
 
 
 def cover_by(preds: Sequence[int], candidates: Sequence[Candidate]) -> Cover:

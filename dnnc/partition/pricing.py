@@ -17,12 +17,15 @@ Identical groups (the repeated blocks of a ResNet) are lowered and timed once.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import queue
 import statistics
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -112,9 +115,7 @@ def measure(
             except DnncError as e:
                 times[key] = str(e)
                 progress.add(timed=1)
-        with progress.span("measure: compile kernels ahead"):
-            _precompile(lowered.values(), device)
-        for key, program in lowered.items():
+        for key, program in compiled_in_batches(lowered, device):
             with progress.span("measure: build and time groups"):
                 times[key] = _time(pending[key], program, device, report)
             progress.add(timed=1)
@@ -132,8 +133,44 @@ def measure(
     return kept
 
 
+BATCH = 32
+"""Programs whose kernels are compiled in one go while the ones before are timed: twice
+the workers a GPU machine usually has (16), so their compiles of uneven length keep
+them busy, and few enough that timing starts early."""
+
+K = TypeVar("K")
+
+
+def compiled_in_batches(programs: Mapping[K, Any], device: torch.device) -> Iterator[tuple[K, Any]]:
+    """The programs in order, batch by batch (``BATCH``), each batch's kernels compiled
+    side by side in the backends' workers (``_precompile``) in a thread of its own while
+    the caller builds and times the batch before: the workers compile while this process
+    times, where a round that compiled everything first left them idle while it timed
+    (about as long: a UNet's rounds compiled for 5 s and timed for 6 s on an H200)."""
+    items = list(programs.items())
+    batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+    ready: queue.Queue[list[tuple[K, Any]]] = queue.Queue()
+
+    def compile_ahead() -> None:
+        for batch in batches:
+            try:
+                with progress.span("measure: compile kernels ahead"):
+                    _precompile([program for _, program in batch], device)
+            except Exception as e:  # a batch not compiled ahead is compiled as it is built
+                log.info("partition: compiling a batch of candidates ahead failed: %s: %s", type(e).__name__, e)
+            ready.put(batch)
+
+    if len(batches) > 1:
+        context = contextvars.copy_context()  # the compile's memo, as the caller sees it
+        threading.Thread(target=context.run, args=(compile_ahead,), daemon=True, name="dnnc-compile-ahead").start()
+    else:
+        compile_ahead()
+    for _ in batches:
+        yield from ready.get()
+
+
 def _precompile(programs: Iterable[Any], device: torch.device) -> None:
-    """Every kernel the round will build, compiled side by side where its backend can."""
+    """Every kernel of ``programs``, compiled side by side where its backend can."""
     from dnnc.runtime.kernel_backends import precompile
 
     precompile([op for program in programs for op in program.entry.body.block.ops], device)

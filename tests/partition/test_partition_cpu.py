@@ -226,7 +226,7 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache
     group once, drop the one that fails, and stop when the covers are all measured."""
     from dnnc.partition import pricing
     from dnnc.partition.candidates import policy_candidates
-    from dnnc.partition.partitioner import measure_what_matters
+    from dnnc.partition.partitioner import MEASURE_MARGIN, measure_what_matters
     from dnnc.partition.pricing import PricingReport, identity, price
     from dnnc.roofline import H100
 
@@ -254,13 +254,45 @@ def test_measurement_rounds_time_each_distinct_group_once(monkeypatch, own_cache
     assert timed and len(timed) == len(set(timed)), "each distinct group timed once"
     assert autotune_seen == {False}, "candidates are timed untuned (knobs.measure_autotune is off)"
     assert failed and any("(fails here)" in d for d in report.dropped)
+    costs = {}
     for policy in ("auto", "cudnn-only", "triton-only"):
         allowed = policy_candidates(kept, policy)
-        for i in best_cover(preds, [(c.mask, c.cost_ms) for c in allowed]).chosen:
+        cover = best_cover(preds, [(c.mask, c.cost_ms) for c in allowed])
+        costs[policy] = cover.cost
+        if cover.cost > MEASURE_MARGIN * costs["auto"]:
+            continue
+        for i in cover.chosen:
             c = allowed[i]
             assert c.measured_ms is not None or c.backend not in ("cudnn", "triton"), f"{policy}: {c.label} unmeasured"
             assert c.identity not in failed, f"{policy}: {c.label} failed to run but was chosen"
+    assert min(costs.values()) == costs["auto"]
     assert len(timed) < sum(1 for c in priced if c.backend in ("cudnn", "triton")), "not every candidate is timed"
+
+
+def test_a_cover_priced_far_above_the_cheapest_is_not_measured(own_cache) -> None:
+    """A single-backend policy's cover priced over ``MEASURE_MARGIN`` times the cheapest
+    gives no groups to measure; within it, its groups are measured beside ``auto``'s."""
+    from dnnc.partition import memo
+    from dnnc.partition.candidates import policy_candidates
+    from dnnc.partition.partitioner import MEASURE_MARGIN, covers_worth_measuring
+    from dnnc.partition.pricing import price
+    from dnnc.roofline import H100
+
+    program, _, _ = block_program(torch.float16)
+    nodes = graph_nodes(program.entry.body.block)
+    priced, _ = price(enumerate_candidates(nodes, BACKENDS, "auto"), program.params, H100)
+    preds = node_preds(nodes)
+    with memo.one_compile():
+        everything = covers_worth_measuring(preds, priced)
+        assert len(everything) == 3, "at the estimates, every policy's cover is within the margin"
+        auto = [id(c) for c in everything[0]]
+        for c in priced:
+            if c.backend == "triton" and id(c) not in auto:
+                c.cost_ms *= 10 * MEASURE_MARGIN  # the Triton groups auto does not use cost far more
+        triton_only = best_cover(preds, [(c.mask, c.cost_ms) for c in policy_candidates(priced, "triton-only")])
+        kept = covers_worth_measuring(preds, priced)
+    assert len(kept) == 2 and [id(c) for c in kept[0]] == auto
+    assert triton_only.cost > MEASURE_MARGIN * sum(c.cost_ms for c in everything[0])
 
 
 def test_extract_is_name_free() -> None:

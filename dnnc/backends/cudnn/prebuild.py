@@ -49,9 +49,9 @@ program it made should not keep their CUDA contexts)."""
 
 def precompile(ops: Sequence[Operation], device: Any) -> None:
     """Build, side by side, the runtime-compiled plans tuning will build for the
-    ``cudnn.graph`` ops among ``ops``; a single such plan is left to tuning (a worker
-    costs more to start than one build), and so is every plan with
-    ``knobs.compile_workers`` at 0 or 1."""
+    ``cudnn.graph`` ops among ``ops``; a single such plan is left to tuning unless the
+    workers are running already (one costs more to start than one build), and so is
+    every plan with ``knobs.compile_workers`` at 0 or 1."""
     from dnnc.backends.cudnn.runtime import handle_for, has_cached_plan
     from dnnc.backends.cudnn.signature import graph_signature
 
@@ -72,8 +72,8 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
         if plans:
             text = standalone_text(op)
             wanted += [(signature, rank, name, text) for rank, name in plans]
-    if len(wanted) < 2:
-        return
+    if not wanted or (len(wanted) < 2 and not (_WORKERS is not None and _WORKERS.started)):
+        return  # one build here is cheaper than starting the workers
     progress.tally("compile cudnn kernels ahead", len(wanted))
     try:
         results = _pool().map(build_serialized, [(text, index, rank, name) for _, rank, name, text in wanted])

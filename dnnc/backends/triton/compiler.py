@@ -178,11 +178,14 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
     Returns how many were compiled."""
     settings = knobs.get()
     missing = [s for s in sources if _key(s, target, True) not in _compiled and _cache.get(_key(s, target, True)) is None]
-    if settings.compile_workers < 2 or not settings.cache or len(missing) < 2:
+    if settings.compile_workers < 2 or not settings.cache or not missing:
+        return 0
+    pool = _workers(settings.compile_workers)
+    if len(missing) < 2 and not pool.started:  # one compile here is cheaper than starting the workers
         return 0
     jobs = [(s, target, settings.cache_dir) for s in missing]
     try:
-        compiled = sum(_workers(settings.compile_workers).map(_compile_job, jobs))
+        compiled = sum(pool.map(_compile_job, jobs))
         progress.tally("compile triton kernels ahead", compiled)
         return compiled
     except Exception as e:  # a pool that broke only costs time: compile_for compiles here

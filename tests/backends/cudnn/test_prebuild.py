@@ -102,6 +102,17 @@ def test_a_spec_chosen_plan_and_a_lone_plan_are_left_to_tuning(graphs: list[cudn
     assert not pool.jobs, "one plan is cheaper to build in place than to start workers for"
 
 
+def test_a_lone_plan_goes_to_workers_already_running(
+    graphs: list[cudnn.GraphOp], pool: FakePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool.cached.clear()  # type: ignore[attr-defined]
+    monkeypatch.setattr(prebuild, "_WORKERS", SimpleNamespace(started=True, close=lambda: None))
+    prebuild.precompile([graphs[1]], torch.device("cuda", 0))
+    assert [(rank, name) for _, _, rank, name in pool.jobs] == [(1, "eng4_b")]
+    assert prebuild._IDLE is not None
+    prebuild._IDLE.cancel()
+
+
 def test_a_broken_pool_leaves_every_build_to_tuning(graphs: list[cudnn.GraphOp], pool: FakePool) -> None:
     pool.fails = True
     prebuild.precompile(graphs, torch.device("cuda", 0))
