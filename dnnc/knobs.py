@@ -136,6 +136,11 @@ _BOOLS = (
     "cuda_graph",
     "tuning_spec_defaults",
 )
+_COUNTS = {
+    "compile_workers": (0, "0 (compile in this process) or more workers"),
+    "runtime_compiled_plans": (1, "1 or more plans (a graph may have no other kind)"),
+}
+"""Whole-number settings: the least value, and what the error says is expected."""
 _CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "reference_precision": ("float32", "float64"),
@@ -151,22 +156,15 @@ def _parse(field: str, raw: str) -> object:
         if raw.lower() in ("0", "false", "no", "off"):
             return False
         raise SettingsError(f"{_ENV[field]}={raw!r}: expected 1/0, true/false, yes/no or on/off")
-    if field == "compile_workers":
+    if field in _COUNTS:
+        least, expected = _COUNTS[field]
         try:
-            workers = int(raw)
+            count = int(raw)
         except ValueError:
             raise SettingsError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
-        if workers < 0:
-            raise SettingsError(f"{_ENV[field]}={raw!r}: expected 0 (compile in this process) or more workers")
-        return workers
-    if field == "runtime_compiled_plans":
-        try:
-            plans = int(raw)
-        except ValueError:
-            raise SettingsError(f"{_ENV[field]}={raw!r}: expected a whole number") from None
-        if plans < 1:
-            raise SettingsError(f"{_ENV[field]}={raw!r}: expected 1 or more plans (a graph may have no other kind)")
-        return plans
+        if count < least:
+            raise SettingsError(f"{_ENV[field]}={raw!r}: expected {expected}")
+        return count
     if field == "tune_floor_us":
         try:
             floor = float(raw)
