@@ -16,6 +16,7 @@ from dnnc.backends.reference import ReferenceExecutor
 from dnnc.errors import InputError
 from dnnc.ir.program import Program
 from dnnc.report import CompileReport
+from dnnc.runtime.binding import Binding, by_running, checked
 from dnnc.runtime.index_check import IndexCheck
 from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
 
@@ -90,6 +91,29 @@ class CompiledModule:
         outputs = self._runner.run(flat)
         if self._index_check is not None:
             self._index_check.after_call()
+        return self._structured(outputs)
+
+    def bind(self, *args: Any) -> Binding:
+        """Bind the program to these input tensors for a loop that fills them and calls
+        ``replay()`` (``runtime.binding``): the inputs are checked once, here, and on a
+        GPU the program is captured as a CUDA graph reading their memory. The binding's
+        ``outputs`` (in the model's structure) hold the result for what the inputs hold
+        now; every ``replay()`` rewrites them, and nothing else does. Inputs must be torch
+        tensors, as they will be filled (an array converted here would be a copy)."""
+
+        leaves = self._flatten(args)
+        strangers = [i for i, t in enumerate(leaves) if not isinstance(t, torch.Tensor)]
+        if strangers:
+            kind = type(leaves[strangers[0]]).__name__
+            raise InputError(f"bind: input {strangers[0]} is a {kind}; bind takes the torch tensors it will read at every replay")
+        check_inputs(self.input_specs, leaves, self.device)
+        bind = getattr(self._runner, "bind", None)
+        outputs, launch = bind(leaves) if bind is not None else by_running(self._runner.run, leaves)
+        if self._index_check is not None:
+            launch = checked(launch, self._index_check.before_call, self._index_check.after_call)
+        return Binding(tuple(leaves), self._structured(outputs), launch)
+
+    def _structured(self, outputs: list[Any]) -> Any:
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)

@@ -70,17 +70,34 @@ class ArenaRunner:
         self.plan: MemoryPlan = plan_memory([b.nbytes for b in buffers], lifetimes)
         self.arena = torch.empty(max(self.plan.peak, 1), dtype=torch.uint8, device=executor.device)
         self._outputs: dict[int, list[torch.Tensor]] = {}
-        for b, offset in zip(buffers, self.plan.offsets):
+        self._returned: list[tuple[int, int]] = []
+        """(step, result) of every buffer a returned value may live in."""
+        for b, offset, (_, last) in zip(buffers, self.plan.offsets, lifetimes):
             view = self.arena[offset : offset + b.nbytes].view(b.dtype).view(b.shape)
             self._outputs.setdefault(b.step, []).append(view)
+            if last == len(executor.steps):
+                self._returned.append((b.step, b.result))
 
     @property
     def peak_bytes(self) -> int:
         return self.plan.peak
 
-    def run_in_place(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """Outputs may be views of the arena (valid until the next call)."""
-        return self.executor.run(inputs, allocate=lambda index, step: self._outputs[index])
+    def run_in_place(
+        self, inputs: Sequence[torch.Tensor], buffers: dict[int, list[torch.Tensor]] | None = None
+    ) -> list[torch.Tensor]:
+        """Outputs may be views of the arena (valid until the next call). ``buffers``: each
+        kernel step's outputs, in place of the arena's views (``returned_apart``)."""
+        chosen = self._outputs if buffers is None else buffers
+        return self.executor.run(inputs, allocate=lambda index, step: chosen[index])
+
+    def returned_apart(self) -> dict[int, list[torch.Tensor]]:
+        """The arena's views, but every buffer a returned value may live in is a tensor of
+        its own: outputs no other run in the arena overwrites (a ``Binding``'s)."""
+        buffers = {step: list(views) for step, views in self._outputs.items()}
+        for step, result in self._returned:
+            view = buffers[step][result]
+            buffers[step][result] = torch.empty(view.shape, dtype=view.dtype, device=view.device)
+        return buffers
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return [self._own(t) for t in self.run_in_place(inputs)]

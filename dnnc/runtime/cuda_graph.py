@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from dnnc.runtime.arena import ArenaRunner
+from dnnc.runtime.binding import Launch, by_running
 
 log = logging.getLogger("dnnc.gpu")
 
@@ -108,9 +109,21 @@ class CudaGraphRunner:
             captured.graph.replay()
             return [t.clone() for t in captured.outputs]
 
-    def _capture(self, inputs: Sequence[torch.Tensor], on_static_copies: bool = True) -> _Captured | None:
+    def bind(self, inputs: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], Launch]:
+        """Outputs of their own and the launch of a graph captured on ``inputs``
+        themselves (``binding``); run uncaptured where the program cannot be captured."""
+        if self.disabled is None and not torch.cuda.is_current_stream_capturing():
+            captured = self._capture(inputs, on_static_copies=False, buffers=self.arena.returned_apart())
+            if captured is not None:
+                return captured.outputs, captured.graph.replay
+        return by_running(self.arena.run, inputs)
+
+    def _capture(
+        self, inputs: Sequence[torch.Tensor], on_static_copies: bool = True, buffers: dict[int, list[torch.Tensor]] | None = None
+    ) -> _Captured | None:
         """A graph of the program reading static copies of ``inputs`` (filled before
-        each replay), or reading ``inputs`` themselves."""
+        each replay), or reading ``inputs`` themselves; ``buffers``: the kernel steps'
+        outputs, in place of the arena's (``ArenaRunner.run_in_place``)."""
         if on_static_copies:
             with torch.inference_mode():
                 static = [torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in inputs]
@@ -122,11 +135,11 @@ class CudaGraphRunner:
         try:
             with torch.cuda.stream(side):
                 for _ in range(WARMUP_RUNS):
-                    self.arena.run_in_place(static)
+                    self.arena.run_in_place(static, buffers)
             current.wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                outputs = self.arena.run_in_place(static)
+                outputs = self.arena.run_in_place(static, buffers)
         except Exception as e:  # capture is an optimisation: run uncaptured instead
             torch.cuda.synchronize()
             self.disabled = f"{type(e).__name__}: {e}"

@@ -1,7 +1,8 @@
 """Artifacts and the arena / CUDA-graph runtime on a GPU: ResNet-50 fp16 compiled,
 saved, loaded in a fresh process (no plan timed, no fallback) and run matches
 eager; the arena and the CUDA graph give the executor's results; outputs returned
-by a graph replay are not overwritten by the next call."""
+by a graph replay are not overwritten by the next call; a binding replays on the
+caller's tensors."""
 
 from __future__ import annotations
 
@@ -144,6 +145,33 @@ def test_replayed_outputs_are_not_overwritten_by_the_next_call(resnet, rng: torc
     second = module(_fresh_input(rng).cuda())
     assert torch.equal(first, kept)
     assert not torch.equal(first, second)
+
+
+@pytest.mark.parametrize("cuda_graph", [True, False])
+def test_a_binding_replays_on_the_callers_tensors_into_its_own_outputs(resnet, rng: torch.Generator, cuda_graph: bool) -> None:
+    """``bind`` gives outputs holding the result for the bound input; each ``replay``
+    reads what the input holds then and rewrites the same outputs; a call of the module
+    in between leaves them alone. Uncaptured (``cuda_graph=False``), the same holds."""
+    _, compiled, path = resnet
+    module = dnnc.load(path, cuda_graph=cuda_graph)
+    x = _fresh_input(rng).cuda()
+    binding = module.bind(x)
+    if cuda_graph:
+        assert module._runner.disabled is None
+    out = binding.outputs
+    torch.testing.assert_close(out, compiled._executor.run([x])[0], **SAME)
+    x.copy_(_fresh_input(rng).cuda())
+    expected = compiled._executor.run([x])[0]
+    binding.replay()
+    torch.cuda.synchronize()
+    assert binding.outputs is out
+    torch.testing.assert_close(out, expected, **SAME)
+    kept = out.clone()
+    module(_fresh_input(rng).cuda())  # another call: its own graph, the binding's outputs untouched
+    torch.cuda.synchronize()
+    assert torch.equal(out, kept)
+    with pytest.raises(dnnc.DnncError, match="expected dtype torch.float16"):
+        module.bind(torch.randn(BATCH, 3, 224, 224, device="cuda"))
 
 
 def test_bad_inputs_stop_before_any_launch(resnet) -> None:

@@ -87,3 +87,27 @@ def test_records_of_a_program_with_regrouped_graphs_fit_it_when_loaded(rng: torc
         loaded = GpuExecutor(saved, "cpu", Recorded({"triton": parse_records(records, "triton.json")}))
     assert not loaded.fallbacks
     assert_matches(loaded.run([x])[0], built.run([x])[0], torch.float32)
+
+
+def test_returned_buffers_apart_from_the_arena_are_left_alone_by_its_runs(rng: torch.Generator) -> None:
+    """``ArenaRunner.returned_apart``: the buffers a returned value lives in are tensors of
+    their own (a binding's outputs), the rest stay the arena's; a later run in the arena
+    does not touch them."""
+    from dnnc.runtime.arena import ArenaRunner
+
+    model = Net().eval()
+    x = torch.randn(2, 8, 9, 9, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    expected = ReferenceExecutor(program).run([x])[0]
+    run_passes(program, parse_passes(CUDNN_STAGE))
+    arena = ArenaRunner(GpuExecutor(program, "cpu"))
+    buffers = arena.returned_apart()
+    (apart,) = arena.run_in_place([x], buffers)
+    assert apart.untyped_storage().data_ptr() != arena.arena.untyped_storage().data_ptr()
+    assert_matches(apart, expected, torch.float32)
+    kept = apart.clone()
+    (inside,) = arena.run_in_place([torch.randn(2, 8, 9, 9, generator=rng)])
+    assert inside.untyped_storage().data_ptr() == arena.arena.untyped_storage().data_ptr()
+    assert torch.equal(apart, kept)
+    moved = sum(a is not b for step, views in arena._outputs.items() for a, b in zip(views, buffers[step]))
+    assert moved == len(arena._returned) == 1
