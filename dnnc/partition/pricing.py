@@ -89,7 +89,8 @@ def measure(
     """Time the not yet measured candidates among ``chosen`` on the GPU (identical
     groups once, through ``times``), then re-cost everything by the new calibration.
     Returns the candidates that remain usable (one that fails to build or run is dropped).
-    The Triton kernels of the whole round are compiled side by side first."""
+    The round's kernels are compiled side by side in the backends' workers, a batch at a
+    time while the batch before is timed (``compiled_in_batches``)."""
     started = time.perf_counter()
     device = torch.device("cuda")
     settings = knobs.get()
