@@ -19,6 +19,7 @@ PUBLIC = {
     "rebuild_kernel": "runtime",
     "PlanRecord": "runtime",
     "GraphUnsupported": "runtime",
+    "MAX_TIMED_PLANS": "runtime",
     "raise_graph": "raising",
     "RaiseError": "raising",
     "graph_signature": "signature",
