@@ -506,3 +506,39 @@ def _kernels(program: Program) -> Counter:
         for op in program.entry.body.block.ops
         if isinstance(op, cudnn.GraphOp | tcp.IsolatedGroupOp)
     )
+
+
+class BreakReturn:
+    """A pass that makes invalid IR: the function returns a value of another type."""
+
+    name = "break-return"
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls()
+
+    def apply(self, ctx, module) -> None:
+        from xdsl.dialects import func
+
+        fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+        ret = fn.body.block.last_op
+        ret.operands = [fn.body.block.args[0]] * len(ret.operands)
+
+
+def test_a_contender_made_invalid_names_the_pass_that_broke_it(monkeypatch) -> None:
+    """Contenders are verified once, after the partitioned stages; when that fails, the
+    stages run again on a fresh copy, verified after each pass, to name the one."""
+    from dnnc import passes
+    from dnnc.errors import PassError
+    from dnnc.partition import contest
+    from dnnc.passes import stages
+
+    program, _, _ = block_program(torch.float16)
+    monkeypatch.setattr(stages, "PARTITIONED", "dce,break-return,dce")
+    monkeypatch.setattr(passes, "PASSES", {**{n: passes.PASSES[n] for n in ("dce",)}, "break-return": BreakReturn})
+    before = program.text()
+    with pytest.raises(PassError, match="pass break-return produced invalid IR"):
+        contest.contender_program(program, lambda copy, ops, store: None)
+    assert program.text() == before, "the program itself is left as it was"
+    with knobs.override(verify_each_pass=False):
+        contest.contender_program(program, lambda copy, ops, store: None)  # not verified at all
