@@ -100,7 +100,6 @@ class CompiledModule:
         ``outputs`` (in the model's structure) hold the result for what the inputs hold
         now; every ``replay()`` rewrites them, and nothing else does. Inputs must be torch
         tensors, as they will be filled (an array converted here would be a copy)."""
-
         leaves = self._flatten(args)
         strangers = [i for i, t in enumerate(leaves) if not isinstance(t, torch.Tensor)]
         if strangers:

@@ -85,6 +85,7 @@ def contender_program(program: Program, build: Build) -> Program:
 
 
 def _marked(program: Program, build: Build) -> Program:
+    """A copy of ``program`` marked by ``build``, not yet lowered."""
     copy = program.module.clone()
     store = ParamStore(program.params)
     build(copy, dict(zip(program.module.walk(), copy.walk())), store)
