@@ -93,6 +93,13 @@ class _Worker:
             self.proc.wait()
 
 
+def worth_sending(jobs: int, pool: WorkerPool | None) -> bool:
+    """Whether ``jobs`` jobs go to ``pool`` rather than being done in this process: two
+    or more, or one to workers already running (starting workers costs more than one
+    compile or build)."""
+    return jobs >= 2 or (jobs == 1 and pool is not None and pool.started)
+
+
 class WorkerPool:
     """``count`` workers, started on the first ``map`` and kept for the next ones."""
 

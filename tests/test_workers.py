@@ -119,3 +119,12 @@ def test_workers_run_below_the_compile_s_priority(pool: WorkerPool) -> None:
     from dnnc.workers import WORKER_NICENESS
 
     assert pool.map(os.nice, [0, 0]) == [min(os.nice(0) + WORKER_NICENESS, 19)] * 2
+
+
+def test_one_job_goes_only_to_workers_already_running(pool: WorkerPool) -> None:
+    from dnnc.workers import worth_sending
+
+    assert not worth_sending(0, pool) and not worth_sending(1, pool) and not worth_sending(1, None)
+    assert worth_sending(2, pool) and worth_sending(2, None)
+    pool.map(math.factorial, [3])
+    assert worth_sending(1, pool) and not worth_sending(0, pool)

@@ -251,9 +251,10 @@ MEASURE_MARGIN = 1.5
 this many times the cheapest cover (``auto``'s, which may use every candidate). One
 further out cannot enter the whole-program contest, which builds covers priced within
 ``contest.MARGIN`` (1.25) of the cheapest, unless measuring ``auto``'s groups moves the
-prices by a fifth against it. Measuring it anyway was most of a round: a UNet's
-triton-only cover, priced 2.3 times ``auto``'s, is mostly Triton convolutions, each
-compiled and timed for nothing."""
+prices by a fifth against it, and its groups were compiled and timed for nothing. On
+an H200 this took 0.8-1.2 s off the pricing of convnext_tiny, efficientnet_b0 and
+mobilenetv3 at batch 32; a UNet's, whose triton-only cover is priced 2.3 times
+``auto``'s, did not change (BENCHMARKS.md)."""
 
 
 def measure_what_matters(

@@ -36,6 +36,7 @@ from xdsl.ir import Block, Operation, Region
 from dnnc import knobs, progress
 from dnnc.backends.cudnn import prebuilt
 from dnnc.ir import cudnn as dialect
+from dnnc.workers import worth_sending
 
 log = logging.getLogger("dnnc.cudnn")
 
@@ -72,8 +73,8 @@ def precompile(ops: Sequence[Operation], device: Any) -> None:
         if plans:
             text = standalone_text(op)
             wanted += [(signature, rank, name, text) for rank, name in plans]
-    if not wanted or (len(wanted) < 2 and not (_WORKERS is not None and _WORKERS.started)):
-        return  # one build here is cheaper than starting the workers
+    if not worth_sending(len(wanted), _WORKERS):
+        return
     progress.tally("compile cudnn kernels ahead", len(wanted))
     try:
         results = _pool().map(build_serialized, [(text, index, rank, name) for _, rank, name, text in wanted])

@@ -35,7 +35,7 @@ from triton.compiler import ASTSource
 from dnnc import knobs, progress
 from dnnc.backends.triton.kernels import KernelSource
 from dnnc.cache import ContentCache, content_key, environment
-from dnnc.workers import WorkerPool
+from dnnc.workers import WorkerPool, worth_sending
 
 log = logging.getLogger("dnnc.triton")
 
@@ -178,10 +178,10 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
     Returns how many were compiled."""
     settings = knobs.get()
     missing = [s for s in sources if _key(s, target, True) not in _compiled and _cache.get(_key(s, target, True)) is None]
-    if settings.compile_workers < 2 or not settings.cache or not missing:
+    if settings.compile_workers < 2 or not settings.cache:
         return 0
     pool = _workers(settings.compile_workers)
-    if len(missing) < 2 and not pool.started:  # one compile here is cheaper than starting the workers
+    if not worth_sending(len(missing), pool):
         return 0
     jobs = [(s, target, settings.cache_dir) for s in missing]
     try:
