@@ -14,7 +14,7 @@ import math
 
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
-from dnnc.backends.triton.skeleton import GroupInfo, pow2
+from dnnc.backends.triton.skeleton import GroupInfo, is_channelwise, pow2
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import element_of, numel, shape_of, torch_dtype
@@ -109,6 +109,18 @@ def rows(n_rows: int, r: int) -> list[Config]:
     return _unique(configs)
 
 
+def channelwise(m: int, n: int) -> list[Config]:
+    """``BLOCK_M`` output pixels by ``BLOCK_N`` channels of a depthwise convolution (no
+    ``tl.dot``, so no 16-wide minimum): wide along the pixels, which are contiguous in a
+    row-major NCHW tensor, then squarer and narrower tiles."""
+    shapes = [(128, 32, 4), (64, 64, 4), (256, 16, 4), (64, 32, 4), (128, 64, 8)]
+    configs = []
+    for bm, bn, warps in shapes:
+        block_m, block_n = min(bm, pow2(m)), min(bn, pow2(n))
+        configs.append({"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": max(1, min(warps, block_m * block_n // 256))})
+    return _unique(configs)
+
+
 SMALL_M = 16
 """Products with at most this many rows (batch-1 GEMVs, 1x1 convolutions on 1x1 maps
 of squeeze-excite blocks) fill one ``tl.dot`` row tile (its minimum is 16): they read
@@ -186,6 +198,9 @@ def candidates(info: GroupInfo) -> list[Config]:
         _, _, sq, d = shape_of(op.query)
         itemsize = torch_dtype(element_of(op.query)).itemsize
         return attention(sq, shape_of(op.key)[2], d, shape_of(op.value)[3], itemsize)
+    if is_channelwise(op):
+        nb, o, ho, wo = shape_of(op.results[0])
+        return channelwise(nb * ho * wo, o)
     if isinstance(op, tcp.Conv2dOp):
         o, cg, kh, kw = shape_of(op.weight)
         nb, _, ho, wo = shape_of(op.results[0])

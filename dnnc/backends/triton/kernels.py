@@ -50,6 +50,7 @@ from dnnc.backends.triton.skeleton import (
     KernelSource,
     assemble,
     index_type,
+    is_channelwise,
     largest_tensor,
     launch_options,
     pointer_names,
@@ -134,6 +135,8 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
 def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     op = info.anchor
     assert op is not None
+    if is_channelwise(op):
+        return _channelwise_conv(info, config, interpret)
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
@@ -226,6 +229,68 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
         return Index((o, cg, kh, kw), dims=("o_i", kc, khi, kwi))
 
     return m, n, k, groups, a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
+
+
+def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    """A depthwise convolution, directly: a program owns ``BLOCK_N`` output channels by
+    ``BLOCK_M`` output pixels (n, ho, wo) and adds up the window's taps one at a time,
+    each an elementwise product of an input tile and a column of weights. As an
+    implicit GEMM, each group's output is a single column, so a ``tl.dot`` tile of at
+    least 16 columns did one useful column in 16. The pixels are the tile's last axis:
+    the output (row-major NCHW) is contiguous along them, and so is an input that no
+    transpose prologue reorders, and Triton lays a tile's last axis across neighbouring
+    threads where it cannot tell (the pixel index is a quotient and a remainder).
+    Prologues fuse into the input tile's evaluation and epilogues run on the
+    accumulator, as in the GEMM."""
+    op = info.anchor
+    assert isinstance(op, tcp.Conv2dOp)
+    pointers, signature, outs = pointer_names(info)
+    out_shape = shape_of(op.results[0])
+    for y in info.outputs:
+        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
+            raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
+    nb, c, h, w = shape_of(op.input)
+    o, _, kh, kw = shape_of(op.weight)
+    _, _, ho, wo = shape_of(op.results[0])
+    multiplier = o // scalar(op.groups)
+    sh, sw = ints(op.stride)
+    top, _, left, _ = ints(op.padding)
+    dh, dw = ints(op.dilation)
+    m = nb * ho * wo
+    em = KernelEmitter(pointers, interpret)
+    em.tile = "(BLOCK_N, BLOCK_M)"
+    em.line("pid_m = tl.program_id(0)")
+    em.line("pid_n = tl.program_id(1)")
+    em.line("rp = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]")
+    em.line("rc = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[:, None]")
+    em.line(f"n_i = rp // {ho * wo}")
+    em.line(f"ho_i = (rp // {wo}) % {ho}")
+    em.line(f"wo_i = rp % {wo}")
+    em.line(f"c_i = rc // {multiplier}" if multiplier > 1 else "c_i = rc")
+    em.line(f"cmask = (rc < {o}) & (rp < {m})")
+    em.line("acc = tl.zeros((BLOCK_N, BLOCK_M), tl.float32)")
+    with em.block(f"for t in range({kh * kw}):"):
+        em.line(f"hi = ho_i * {sh} - {top} + (t // {kw}) * {dh}")
+        em.line(f"wi = wo_i * {sw} - {left} + (t % {kw}) * {dw}")
+        em.line(f"xmask = cmask & (hi >= 0) & (hi < {h}) & (wi >= 0) & (wi < {w})")
+        x = em.value(op.input, Index((nb, c, h, w), dims=("n_i", "c_i", "hi", "wi")), "xmask")
+        x = em.let(f"tl.where(xmask, {x}, 0.0).to(tl.float32)", "x")
+        em.line(f"kh_i = t // {kw}")
+        em.line(f"kw_i = t % {kw}")
+        with em.tiled("(BLOCK_N, 1)"):
+            em.line(f"wmask = rc < {o}")
+            wt = em.value(op.weight, Index((o, 1, kh, kw), dims=("rc", "0", "kh_i", "kw_i")), "wmask")
+            wt = em.let(f"tl.where(wmask, {wt}, 0.0).to(tl.float32)", "wt")
+        em.line(f"acc += {x} * {wt}")
+    out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", "wo_i"))
+    em.anchors[op.results[0]] = (out_ix, "acc")
+    offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_N, BLOCK_M))", "offs")
+    for y, out in zip(info.outputs, outs):
+        v = em.value(y, out_ix, "cmask")
+        store_output(em, out, y, v, offset, "cmask")
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn})
+    return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(o / bn), 1), launch_options(config))
 
 
 # Attention ------------------------------------------------------------------------------

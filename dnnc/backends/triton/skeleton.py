@@ -12,8 +12,9 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
+from dnnc.ir.attrs import scalar
 from dnnc.ir.text import print_ir
-from dnnc.ir.types import describe, element_name, element_of, numel
+from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
 INT32_LIMIT = 2**31 - 1
 
@@ -148,3 +149,10 @@ def largest_tensor(info: GroupInfo) -> int:
 
 def launch_options(config: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
+
+
+def is_channelwise(op: object) -> bool:
+    """A convolution whose every output channel reads one input channel (depthwise, with
+    or without a channel multiplier): as an implicit GEMM its tiles would be one column
+    wide, so it gets a kernel of its own (``kernels._channelwise_conv``)."""
+    return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
