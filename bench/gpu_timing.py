@@ -69,6 +69,15 @@ def matmul_tflops(n: int = 8192) -> float:
     return 2 * n**3 / ms / 1e9
 
 
+def gpu_tag() -> str:
+    """The GPU's model in lower case for result file names: "h200" for "NVIDIA H200", "h100"
+    for "NVIDIA H100 80GB HBM3", "cpu" where no GPU is visible."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    words = torch.cuda.get_device_name().split()
+    return words[1].lower() if len(words) > 1 else "gpu"
+
+
 def environment() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(0)
     env: dict[str, Any] = {

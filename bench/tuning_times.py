@@ -193,14 +193,13 @@ def main() -> None:
     else:
         import datetime as dt
 
-        import torch
+        from bench.gpu_timing import gpu_tag
 
         specs = [f"timm:{n}" for n in args.timm.split(",") if n] + [w for w in args.workloads.split(",") if w]
         if not specs:
             parser.error("name models with --timm or --workloads")
-        gpu = torch.cuda.get_device_name().split()[1].lower()
         args.out.mkdir(parents=True, exist_ok=True)
-        path = args.out / f"tuning-times-{dt.date.today().isoformat()}-{gpu}{'-' + args.name if args.name else ''}.jsonl"
+        path = args.out / f"tuning-times-{dt.date.today().isoformat()}-{gpu_tag()}{'-' + args.name if args.name else ''}.jsonl"
         rows = []
         for spec in specs:  # written after each model: a run cut short keeps what it measured
             rows += record([spec], args.batch, args.size)
