@@ -38,8 +38,9 @@ class ChoosableBackend:
     available: Callable[[], bool] = lambda: True
     """Whether this machine can build the backend's kernels (its library installed)."""
     first_stages: Callable[[], Sequence[str]] = lambda: ()
-    """Stages (``passes.stages.STAGES``) that take what the settings give this backend
-    outright, before any other backend's or the partitioner's: cuDNN's fused attention."""
+    """Stages (``passes.stages.STAGES``) that run before any other backend's or the
+    partitioner's: cuDNN's fused attention (what the settings give it outright), Triton's
+    split of reductions whose few rows would leave most of the GPU idle."""
     channels_last_convs: bool = False
     """Its convolutions run channels-last, so one at the program's NCHW edge pays a
     transpose (``cost.layout_conversion_ms``)."""
@@ -54,6 +55,7 @@ BACKENDS: dict[str, ChoosableBackend] = {
         TRITON_STAGE,
         triton.not_lowered,
         marks_fixed=True,
+        first_stages=lambda: ["gpu-triton-split-reductions"],
     ),
     "cudnn": ChoosableBackend(
         "cudnn",

@@ -30,6 +30,7 @@ _WHERE: dict[str, str] = {
     "fold-params": "dnnc.passes.fold_params:FoldParams",
     "fold-attention-masks": "dnnc.passes.attention_masks:FoldAttentionMasks",
     "dce": "dnnc.passes.dce:DeadCodeElimination",
+    "split-reductions": "dnnc.passes.split_reductions:SplitReductions",
     "cudnn-attention": "dnnc.backends.cudnn.attention:CudnnAttention",
     "cudnn-group": "dnnc.backends.cudnn.grouping:CudnnGroup",
     "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",

@@ -4,8 +4,9 @@ imports nothing).
     torch.export ──► imported ──► canonical
                                   (fold-batchnorm, simplify-shapes, fold-params,
                                    simplify-shapes, raise-ops, fold-attention-masks, dce)
-                  ──► GPU form: greedy (each backend's stage in turn) or
-                                partition.decide(policy) then PARTITIONED
+                  ──► GPU form: the backends' first stages (cuDNN attention when asked,
+                                Triton's split-reductions), then greedy (each backend's
+                                stage in turn) or partition.decide(policy) then PARTITIONED
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,
     "canonical-stablehlo": STABLEHLO_CANONICALIZE,
     "gpu-cudnn-attention": "cudnn-attention",
+    "gpu-triton-split-reductions": "split-reductions",
     "gpu-cudnn": CUDNN_STAGE,
     "gpu-triton": TRITON_STAGE,
 }

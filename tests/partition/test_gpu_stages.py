@@ -1,6 +1,7 @@
 """Which GPU stages the pipeline runs, read from the partitioner's backend table: each
 backend's stage in order under ``greedy``, one partition stage under a priced policy,
-cuDNN's attention stage first where the knob asks for it, and a backend whose library is
+cuDNN's attention stage first where the knob asks for it, Triton's split of long
+reductions before any lowering, and a backend whose library is
 missing left out."""
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ def cudnn_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("policy", "attention", "stages"),
     [
-        ("greedy", False, ["gpu-cudnn", "gpu-triton"]),
-        ("greedy", True, ["gpu-cudnn-attention", "gpu-cudnn", "gpu-triton"]),
-        ("auto", False, [f"{PARTITION_STAGE}auto"]),
-        ("cudnn-only", True, ["gpu-cudnn-attention", f"{PARTITION_STAGE}cudnn-only"]),
+        ("greedy", False, ["gpu-cudnn", "gpu-triton-split-reductions", "gpu-triton"]),
+        ("greedy", True, ["gpu-cudnn-attention", "gpu-cudnn", "gpu-triton-split-reductions", "gpu-triton"]),
+        ("auto", False, ["gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]),
+        ("cudnn-only", True, ["gpu-cudnn-attention", "gpu-triton-split-reductions", f"{PARTITION_STAGE}cudnn-only"]),
     ],
 )
 def test_stages_follow_the_policy_and_the_attention_knob(policy: str, attention: bool, stages: list[str]) -> None:
@@ -38,9 +39,9 @@ def test_stages_follow_the_policy_and_the_attention_knob(policy: str, attention:
 def test_a_backend_whose_library_is_missing_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(BACKENDS, "cudnn", replace(BACKENDS["cudnn"], available=lambda: False))
     with knobs.override(partition="greedy", cudnn_attention=True):
-        assert gpu_stages(["cudnn", "triton"]) == ["gpu-triton"]
+        assert gpu_stages(["cudnn", "triton"]) == ["gpu-triton-split-reductions", "gpu-triton"]
     with knobs.override(partition="auto", cudnn_attention=True):
-        assert gpu_stages(["cudnn", "triton"]) == [f"{PARTITION_STAGE}auto"]
+        assert gpu_stages(["cudnn", "triton"]) == ["gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]
 
 
 def test_an_unknown_backend_is_named() -> None:
