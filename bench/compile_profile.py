@@ -31,21 +31,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
 from bench.gpu_timing import environment, fp16_inputs
-from bench.partition_policies import WORKLOADS
+from bench.suite.workloads import WORKLOADS
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
+from dnnc.ir.types import describe
 from dnnc.runtime.profile import random_inputs, step_times_ms
 
 TIMED = {
     "triton.compile": ("triton", "compile"),
     "triton autotune+compile (compile_group)": ("dnnc.backends.triton.launch", "compile_group"),
     "cudnn build_kernel": ("dnnc.backends.cudnn.runtime", "build_kernel"),
-    "partition lower_alone": ("dnnc.partition.pricing", "lower_alone"),
+    "partition pricing measure": ("dnnc.partition.pricing", "measure"),
     "partition time_alone": ("dnnc.partition.pricing", "time_alone"),
     "gpu executor build": ("dnnc.runtime.gpu_executor.GpuExecutor", "__init__"),
     "triton parallel precompile": ("dnnc.backends.triton.compiler", "precompile"),
     "partition measure rounds": ("dnnc.partition.partitioner", "measure_what_matters"),
-    "partition whole programs": ("dnnc.partition.contest", "program_ms"),
+    "partition whole programs": ("dnnc.partition.contest", "build_and_time"),
 }
 
 
@@ -99,7 +100,7 @@ def _resolve(dotted: str) -> Any:
 
 
 def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> dict[str, Any]:
-    model, inputs = WORKLOADS[workload]()
+    model, inputs = WORKLOADS[workload].build()
     model = model.eval().cuda().half()
     xs = fp16_inputs(inputs)
     cache = tempfile.mkdtemp(prefix="dnnc-cache-")
@@ -128,7 +129,12 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
     executor = compiled._executor  # type: ignore[union-attr]
     times = step_times_ms(executor, random_inputs(executor))
     steps = [
-        {"backend": s.backend, "kind": group_attr(s.op, GROUP_KIND_ATTR) or s.op.name, "ms": ms}
+        {
+            "backend": s.backend,
+            "kind": group_attr(s.op, GROUP_KIND_ATTR) or s.op.name,
+            "result": describe(s.op.results[0].type) if s.op.results else "",
+            "ms": ms,
+        }
         for s, ms in zip(executor.steps, times)
     ]
     record = compiled.program.metadata.get("decisions") or {}
@@ -138,6 +144,8 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
     stages = {s.name: round(s.seconds, 3) for s in compiled.report.stages}
     print(f"{workload} {policy}: cold {cold:.1f} s warm {warm:.1f} s; steps in place {sum(times):.4f} ms", flush=True)
     print(json.dumps(timers.table()), flush=True)
+    for step in sorted(steps, key=lambda st: -st["ms"])[:15]:
+        print(f"    {step['ms']:8.4f} ms  {step['backend']:8s} {step['kind']:40s} {step['result']}", flush=True)
     return {
         "calls": timers.table(),
         "workload": workload,
@@ -155,7 +163,7 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--workloads", default="resnet50-b1")
+    parser.add_argument("--workloads", default="resnet50-b1", help="comma-separated bench workloads (bench/suite/workloads.py)")
     parser.add_argument("--policies", default="auto")
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--cprofile", action="store_true", help="Also profile every call (several times slower).")

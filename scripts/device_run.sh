@@ -38,6 +38,10 @@
 #   export-time  torch.export of $EXPORT_WORKLOADS (default resnet50-b32,unet2d-b8) in fresh
 #              processes, on the CPU and the GPU, with and without the compile workers starting
 #              (bench/export_time.py; $EXPORT_PROFILE=1 profiles each first export)
+#   call-overhead  a compiled program's call, piece by piece on the host ($OVERHEAD_WORKLOADS,
+#              default conv-block-b1; bench/call_overhead.py)
+#   step-profile  each step's GPU time inside the built program, and the compile's expensive
+#              calls ($PROFILE_WORKLOADS, default resnet50-b1; bench/compile_profile.py)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -139,6 +143,12 @@ for step in $steps; do
     export-time)
       python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" ${EXPORT_PROFILE:+--profile} --out "$OUT" 2>&1 \
         | tee "$OUT/export-time.log" || status=1 ;;
+    call-overhead)
+      python3 bench/call_overhead.py --workloads "${OVERHEAD_WORKLOADS:-conv-block-b1}" --out "$OUT" 2>&1 \
+        | tee "$OUT/call-overhead.log" || status=1 ;;
+    step-profile)
+      python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" --out "$OUT" 2>&1 \
+        | tee "$OUT/step-profile.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

@@ -253,10 +253,11 @@ CASES = [
     ),
     Case(
         # ConvNeXt's 7x7 depthwise convolution on an NHWC tensor (a transpose prologue) with
-        # its bias and GELU, and a strided 3x3 one with a channel multiplier of 2 after a ReLU6
+        # its bias and GELU, a strided 3x3 one with a channel multiplier of 2 after a ReLU6,
+        # and a dilated 3x3 one read straight from its input (offsets hoisted out of the taps)
         "depthwise_direct",
-        ("conv2d", "conv2d"),
-        """func.func @forward(%x: tensor<2x13x11x6xT>, %w: tensor<6x1x7x7xT>, %bias: tensor<1x6x1x1xT>, %y: tensor<2x3x9x10xT>, %w2: tensor<6x1x3x3xT>) -> (tensor<2x6x13x11xT>, tensor<2x6x5x5xT>) {
+        ("conv2d", "conv2d", "conv2d"),
+        """func.func @forward(%x: tensor<2x13x11x6xT>, %w: tensor<6x1x7x7xT>, %bias: tensor<1x6x1x1xT>, %y: tensor<2x3x9x10xT>, %w2: tensor<6x1x3x3xT>, %z: tensor<2x5x10x9xT>, %w3: tensor<5x1x3x3xT>) -> (tensor<2x6x13x11xT>, tensor<2x6x5x5xT>, tensor<2x5x8x9xT>) {
   %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x13x11x6xT> -> tensor<2x6x13x11xT>
   %c = tcp.conv2d %t, %w {stride = array<i64: 1, 1>, padding = array<i64: 3, 3, 3, 3>, dilation = array<i64: 1, 1>, groups = 6 : i64} : (tensor<2x6x13x11xT>, tensor<6x1x7x7xT>) -> tensor<2x6x13x11xT>
   %bb = tcp.broadcast %bias : tensor<1x6x1x1xT> to tensor<2x6x13x11xT>
@@ -264,7 +265,8 @@ CASES = [
   %g = tcp.gelu %a {approximate = "none"} : tensor<2x6x13x11xT>
   %r = tcp.clamp %y {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x3x9x10xT>
   %d = tcp.conv2d %r, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 0>, dilation = array<i64: 1, 1>, groups = 3 : i64} : (tensor<2x3x9x10xT>, tensor<6x1x3x3xT>) -> tensor<2x6x5x5xT>
-  func.return %g, %d : tensor<2x6x13x11xT>, tensor<2x6x5x5xT>
+  %e = tcp.conv2d %z, %w3 {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 2, 2>, dilation = array<i64: 2, 2>, groups = 5 : i64} : (tensor<2x5x10x9xT>, tensor<5x1x3x3xT>) -> tensor<2x5x8x9xT>
+  func.return %g, %d, %e : tensor<2x6x13x11xT>, tensor<2x6x5x5xT>, tensor<2x5x8x9xT>
 }""",
     ),
     Case(
