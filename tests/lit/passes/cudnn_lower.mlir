@@ -34,7 +34,8 @@ func.func @conv_nhwc(%x: tensor<2x8x6x3xf32>, %w: tensor<5x3x1x3xf32>, %b: tenso
 }
 
 // Depthwise, strided and dilated, with ReLU6: a relu with both clips. The weight
-// reaches the group through a reshape (a [K, R, S, 1] KRSC weight is [K, 1, R, S]).
+// reaches the group through a reshape (a [K, R, S, 1] KRSC weight is [K, 1, R, S]), read
+// row-major: a 3x3 window is not described channels-last (a 7x7 one is, cudnn_stage.mlir).
 // CHECK-LABEL: func.func @depthwise_relu6
 // CHECK:         cudnn.graph({{.*}}) {kind = "conv_relu", result_strides = [strided<[48, 1, 24, 8]>]}
 // CHECK-NEXT:    ^bb0(%{{.*}}: tensor<1x4x5x5xf16, strided<[100, 1, 20, 4]>>, %{{.*}}: tensor<8x1x3x3xf16, strided<[9, 9, 3, 1]>>):

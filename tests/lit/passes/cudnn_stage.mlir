@@ -91,3 +91,17 @@ func.func @depthwise(%x: tensor<1x3x6x6xf32>) -> tensor<1x4x6x6xf32> {
   %c2 = tcp.conv2d %rd, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32>
   func.return %c2 : tensor<1x4x6x6xf32>
 }
+
+// A depthwise weight's channels-last transpose moves a size-1 dim only, so it reaches the
+// graph as a reshape; its descriptor still reads channels-last ([RS, 1, S, 1], as a
+// PyTorch channels-last weight), not KCRS ([RS, RS, S, 1]): cuDNN picks its depthwise
+// kernel for the one and transforms the tensors for a generic GEMM for the other.
+// CHECK-LABEL: func.func @depthwise_weight_strides
+// CHECK:         cudnn.graph
+// CHECK-NEXT:    ^bb0(%{{.*}}: tensor<2x6x9x9xf16, strided<[486, 1, 54, 6]>>, %{{.*}}: tensor<6x1x7x7xf16, strided<[49, 1, 7, 1]>>):
+// CHECK-NEXT:      cudnn.conv_fprop
+func.func @depthwise_weight_strides(%x: tensor<2x6x9x9xf16>) -> tensor<2x6x9x9xf16> {
+  %w = tcp.param @w : tensor<6x1x7x7xf16>
+  %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 3, 3, 3, 3>, dilation = array<i64: 1, 1>, groups = 6 : i64} : (tensor<2x6x9x9xf16>, tensor<6x1x7x7xf16>) -> tensor<2x6x9x9xf16>
+  func.return %c : tensor<2x6x9x9xf16>
+}
