@@ -20,7 +20,6 @@ import argparse
 import cProfile
 import datetime as dt
 import io
-import json
 import pstats
 import sys
 import time
@@ -32,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gpu_timing import environment, fp16_inputs, gpu_tag, in_cuda_graph, median_ms
+from bench.gpu_timing import environment, fp16_inputs, in_cuda_graph, median_ms, write_record
 from bench.suite.workloads import WORKLOADS
 
 RESULTS = Path(__file__).with_name("results")
@@ -138,10 +137,7 @@ def main() -> None:
         for piece, us in row["host_us"].items():
             print(f"    {piece:32s} {us:8.2f} us")
         print("\n".join(row["profile"][:40]))
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"call-overhead-{record['date']}-{gpu_tag()}.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
+    write_record(args.out, "call-overhead", record)
 
 
 if __name__ == "__main__":

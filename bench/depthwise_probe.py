@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gpu_timing import environment, gpu_tag, median_ms
+from bench.gpu_timing import environment, median_ms, write_record
 
 RESULTS = Path(__file__).with_name("results")
 
@@ -86,10 +86,7 @@ def main() -> None:
         row = probe(n, c, size, args.kernel, not args.no_bias, policies)
         record["results"][shape] = row
         print(shape, json.dumps(row), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"depthwise-probe-{record['date']}-{gpu_tag()}.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
+    write_record(args.out, "depthwise-probe", record)
 
 
 if __name__ == "__main__":

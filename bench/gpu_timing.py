@@ -116,6 +116,15 @@ def write_results(name: str, payload: dict[str, Any], out_dir: str | None) -> li
     return paths
 
 
+def write_record(out: Path, stem: str, record: dict[str, Any]) -> Path:
+    """``record`` as ``<stem>-<date>-<gpu>.json`` under ``out``; says where."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}-{dt.date.today().isoformat()}-{gpu_tag()}.json"
+    path.write_text(json.dumps(record, indent=1))
+    print(f"wrote {path}")
+    return path
+
+
 def environment_line(env: dict[str, Any], ceilings: dict[str, float], extra: str = "") -> str:
     """One sentence for a table's head: GPU, driver, versions, date, and the copy and
     matmul ceilings measured in the same run."""
