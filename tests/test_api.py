@@ -41,6 +41,18 @@ def test_outputs_keep_the_model_structure(rng: torch.Generator) -> None:
         assert_matches(out[key], expected[key])
 
 
+def test_outputs_are_ordinary_tensors_the_caller_may_change_in_place(rng: torch.Generator) -> None:
+    """As eager's outputs (and unlike tensors made in inference mode): ``out += 1`` works."""
+    model = TwoHeads().eval()
+    compiled = dnnc.compile(model, (torch.randn(3, 6, generator=rng), torch.randn(4, generator=rng)))
+    out = compiled(torch.randn(3, 6, generator=rng), torch.randn(4, generator=rng))
+    for value in out.values():
+        assert not value.is_inference()
+        before = value.clone()
+        value += 1
+        torch.testing.assert_close(value, before + 1)
+
+
 def test_exported_program_input(rng: torch.Generator) -> None:
     model = nn.Sequential(nn.Linear(5, 3), nn.GELU()).eval()
     x = torch.randn(2, 5, generator=rng)

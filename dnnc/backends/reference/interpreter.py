@@ -38,7 +38,7 @@ class ReferenceExecutor:
     def param(self, name: str) -> Value:
         return self._params[name]
 
-    @torch.inference_mode()
+    @torch.no_grad()  # not inference_mode: its outputs are the caller's, to change in place
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         entry = self.program.entry
         block = entry.body.block
