@@ -246,15 +246,14 @@ def main() -> None:
     workloads = [WORKLOADS[n] for n in names] if names else table_workloads()
     import torch
 
-    from bench.gpu_timing import gpu_tag
+    from bench.gpu_timing import result_path
 
     if not torch.cuda.is_available():
         raise SystemExit("bench/compile_table.py compiles for an NVIDIA GPU and none is visible here")
     started = time.perf_counter()
     today = dt.date.today().isoformat()
     record: dict[str, Any] = {"date": today, "environment": environment_record(), "results": [], "skipped": []}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"compile-table-{today}-{gpu_tag()}{'-' + args.name if args.name else ''}.json"
+    path = result_path(args.out, "compile-table", args.name)
     for workload in workloads:
         if args.deadline_s is not None and time.perf_counter() - started > args.deadline_s:
             record["skipped"].append(workload.name)

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
 from bench.export_time import top_own
-from bench.gpu_timing import gpu_tag
+from bench.gpu_timing import result_path
 from dnnc import knobs, progress
 
 RESULTS = Path(__file__).with_name("results")
@@ -254,9 +254,7 @@ def main() -> None:
         },
         "results": [],
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    tag = gpu_tag() if args.device == "cuda" else "cpu"
-    path = args.out / f"compile-time-{today}-{tag}{'-' + args.name if args.name else ''}.json"
+    path = result_path(args.out, "compile-time", args.name, tag=None if args.device == "cuda" else "cpu")
     for spec in specs:
         for policy in args.policies.split(","):
             with tempfile.TemporaryDirectory(prefix="dnnc-cold-") as directory:

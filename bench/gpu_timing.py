@@ -116,10 +116,15 @@ def write_results(name: str, payload: dict[str, Any], out_dir: str | None) -> li
     return paths
 
 
+def result_path(out: Path, stem: str, name: str = "", suffix: str = ".json", tag: str | None = None) -> Path:
+    """``out/<stem>-<date>-<gpu>[-<name>]<suffix>`` (``tag`` in place of the GPU's), ``out`` made."""
+    out.mkdir(parents=True, exist_ok=True)
+    return out / f"{stem}-{dt.date.today().isoformat()}-{tag or gpu_tag()}{'-' + name if name else ''}{suffix}"
+
+
 def write_record(out: Path, stem: str, record: dict[str, Any]) -> Path:
     """``record`` as ``<stem>-<date>-<gpu>.json`` under ``out``; says where."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{stem}-{dt.date.today().isoformat()}-{gpu_tag()}.json"
+    path = result_path(out, stem)
     path.write_text(json.dumps(record, indent=1))
     print(f"wrote {path}")
     return path

@@ -191,15 +191,12 @@ def main() -> None:
     if args.summarize is not None:
         rows = [json.loads(line) for line in args.summarize.read_text().splitlines() if line.strip()]
     else:
-        import datetime as dt
-
-        from bench.gpu_timing import gpu_tag
+        from bench.gpu_timing import result_path
 
         specs = [f"timm:{n}" for n in args.timm.split(",") if n] + [w for w in args.workloads.split(",") if w]
         if not specs:
             parser.error("name models with --timm or --workloads")
-        args.out.mkdir(parents=True, exist_ok=True)
-        path = args.out / f"tuning-times-{dt.date.today().isoformat()}-{gpu_tag()}{'-' + args.name if args.name else ''}.jsonl"
+        path = result_path(args.out, "tuning-times", args.name, suffix=".jsonl")
         rows = []
         for spec in specs:  # written after each model: a run cut short keeps what it measured
             rows += record([spec], args.batch, args.size)
