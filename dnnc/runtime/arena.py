@@ -103,5 +103,7 @@ class ArenaRunner:
         return [self._own(t) for t in self.run_in_place(inputs)]
 
     def _own(self, t: torch.Tensor) -> torch.Tensor:
+        """An output the caller owns: a copy of an arena buffer (the next call rewrites it)
+        or of a tensor made in inference mode (the caller may change it in place)."""
         in_arena = t.untyped_storage().data_ptr() == self.arena.untyped_storage().data_ptr()
-        return t.clone() if in_arena else t
+        return t.clone() if in_arena or t.is_inference() else t

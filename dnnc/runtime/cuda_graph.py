@@ -5,7 +5,8 @@ program runs twice uncaptured on a side stream (Triton modules load, cuDNN and
 cuBLAS initialise lazily: none of that may happen during a capture), then once
 under capture. Every later call copies its inputs into the static buffers,
 replays, and returns copies of the outputs (the graph's own buffers are rewritten
-by the next replay).
+by the next replay), made outside inference mode: ordinary tensors the caller may
+change in place, as eager's outputs.
 
 A caller that passes the same input tensors again (a serving loop filling fixed
 buffers, a benchmark) gets, from the second such call on, a graph captured on
@@ -90,9 +91,8 @@ class CudaGraphRunner:
             self._direct[placement] = direct  # (re)inserted last: the most recently used
             while len(self._direct) > DIRECT_GRAPHS:
                 del self._direct[next(iter(self._direct))]
-            with torch.inference_mode():
-                direct.graph.replay()
-                return [t.clone() for t in direct.outputs]
+            direct.graph.replay()
+            return [t.clone() for t in direct.outputs]
         if self.disabled is not None:  # the capture just tried failed
             return self.arena.run(inputs)
         self._last_placement = placement
@@ -103,11 +103,11 @@ class CudaGraphRunner:
             if captured is None:
                 return self.arena.run(inputs)
             self._graphs[key] = captured
-        with torch.inference_mode():
+        with torch.inference_mode():  # the static buffers are inference tensors
             for static, x in zip(captured.inputs, inputs):
                 static.copy_(x)
             captured.graph.replay()
-            return [t.clone() for t in captured.outputs]
+        return [t.clone() for t in captured.outputs]
 
     def bind(self, inputs: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], Launch]:
         """Outputs of their own and the launch of a graph captured on ``inputs``

@@ -148,6 +148,20 @@ def test_replayed_outputs_are_not_overwritten_by_the_next_call(resnet, rng: torc
 
 
 @pytest.mark.parametrize("cuda_graph", [True, False])
+def test_outputs_are_ordinary_tensors_on_every_path(resnet, rng: torch.Generator, cuda_graph: bool) -> None:
+    """From the graph on static copies, the graph on the caller's own tensors (the same
+    input twice) and the uncaptured arena: none is an inference tensor, so ``out += 1``
+    works as on eager's outputs."""
+    _, _, path = resnet
+    module = dnnc.load(path, cuda_graph=cuda_graph)
+    x = _fresh_input(rng).cuda()
+    for _ in range(3):
+        out = module(x)
+        assert not out.is_inference()
+        out += 1
+
+
+@pytest.mark.parametrize("cuda_graph", [True, False])
 def test_a_binding_replays_on_the_callers_tensors_into_its_own_outputs(resnet, rng: torch.Generator, cuda_graph: bool) -> None:
     """``bind`` gives outputs holding the result for the bound input; each ``replay``
     reads what the input holds then and rewrites the same outputs; a call of the module
