@@ -40,8 +40,13 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
     usable = [b for b in backends if BACKENDS[b].available()]
     if policy != "greedy":
-        return [*(stage for b in usable for stage in BACKENDS[b].first_stages()), f"{PARTITION_STAGE}{policy}"]
-    return [stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}")]
+        return [GPU_FIRST_STAGE, *(stage for b in usable for stage in BACKENDS[b].first_stages()), f"{PARTITION_STAGE}{policy}"]
+    return [GPU_FIRST_STAGE, *(stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}"))]
+
+
+GPU_FIRST_STAGE = "gpu-aligned-products"
+"""What every GPU program gets before any backend's stage: products whose rows would
+not be 16-byte aligned computed on padded weights (``passes.pad_products``)."""
 
 
 def lower_for_gpu(program: Program, report: CompileReport | None = None, backends: Sequence[str] | None = None) -> Any:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dnnc.ir import tcp
+from dnnc.ir.attrs import ints
+from dnnc.ir.types import numel
 
 SOURCE_OPS = tcp.SOURCE_OPS
 
@@ -44,6 +47,24 @@ def is_compile_time(value: SSAValue) -> bool:
             return False
         stack.extend(owner.operands)
     return True
+
+
+OUTPUT_VIEW_SHARE = 0.9
+"""A returned slice keeping at least this share of its input is handed out as a view."""
+
+
+def is_output_view(op: Operation) -> bool:
+    """A unit-stride slice that keeps nearly all of its input and feeds only the program's
+    results (the columns of a padded product): it runs as a view, and the copy every
+    returned value gets copies the span it covers, a few percent more than its elements,
+    instead of a kernel writing it out first."""
+    if not isinstance(op, tcp.SliceOp) or not op.result.uses:
+        return False
+    if any(not isinstance(use.operation, func.ReturnOp) for use in op.result.uses):
+        return False
+    if any(s != 1 for s in ints(op.strides)):
+        return False
+    return numel(op.result) >= OUTPUT_VIEW_SHARE * numel(op.input)
 
 
 def inverse_permutation(perm: Sequence[int]) -> list[int]:

@@ -10,6 +10,7 @@ from xdsl.ir import Operation
 
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.ir import extern, tcp
+from dnnc.ir.analysis import is_output_view
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import POLICIES, Candidate, Role, policy_candidates
 
@@ -39,6 +40,7 @@ def enumerate_candidates(nodes: Sequence[Operation], backends: Sequence[str], po
             if i not in fixed
         ]
     out += [Candidate("view", "reshape", (op,), frozenset({i})) for i, op in enumerate(nodes) if isinstance(op, tcp.ReshapeOp)]
+    out += [Candidate("view", "slice", (op,), frozenset({i})) for i, op in enumerate(nodes) if is_output_view(op)]
     return policy_candidates(_dedupe(out), policy)
 
 

@@ -14,6 +14,7 @@ from xdsl.ir import Block, Operation
 from dnnc.backends.cudnn import accepted_pattern, group_label, grow_epilogue
 from dnnc.backends.triton import fusion_groups, kind_of
 from dnnc.ir import tcp
+from dnnc.ir.analysis import is_output_view
 from dnnc.ir.work import boundary_values
 from dnnc.partition.candidates import Candidate, Role
 
@@ -82,7 +83,12 @@ def _fusion_candidates(
                 if any(op in index for op in group):
                     out.append(_triton(sorted(group, key=position.__getitem__), index, fusion=True))
     for op in nodes:
-        if frozenset({op}) not in seen and isinstance(op, tcp.TcpOp) and not isinstance(op, tcp.IsolatedGroupOp | tcp.ReshapeOp):
+        if (
+            frozenset({op}) not in seen
+            and isinstance(op, tcp.TcpOp)
+            and not isinstance(op, tcp.IsolatedGroupOp | tcp.ReshapeOp)
+            and not is_output_view(op)
+        ):
             out.append(_triton([op], index, fusion=False))
     return out
 

@@ -31,6 +31,7 @@ _WHERE: dict[str, str] = {
     "fold-attention-masks": "dnnc.passes.attention_masks:FoldAttentionMasks",
     "dce": "dnnc.passes.dce:DeadCodeElimination",
     "split-reductions": "dnnc.passes.split_reductions:SplitReductions",
+    "pad-product-columns": "dnnc.passes.pad_products:PadProductColumns",
     "cudnn-attention": "dnnc.backends.cudnn.attention:CudnnAttention",
     "cudnn-group": "dnnc.backends.cudnn.grouping:CudnnGroup",
     "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",

@@ -4,7 +4,8 @@ imports nothing).
     torch.export ──► imported ──► canonical
                                   (fold-batchnorm, simplify-shapes, fold-params,
                                    simplify-shapes, raise-ops, fold-attention-masks, dce)
-                  ──► GPU form: the backends' first stages (cuDNN attention when asked,
+                  ──► GPU form: products padded to aligned rows (gpu-aligned-products),
+                                the backends' first stages (cuDNN attention when asked,
                                 Triton's split-reductions), then greedy (each backend's
                                 stage in turn) or partition.decide(policy) then PARTITIONED
 """
@@ -35,6 +36,7 @@ framework wrote out in steps (softmax) are raised back to one tcp op."""
 STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,
     "canonical-stablehlo": STABLEHLO_CANONICALIZE,
+    "gpu-aligned-products": "pad-product-columns,dce",
     "gpu-cudnn-attention": "cudnn-attention",
     "gpu-triton-split-reductions": "split-reductions",
     "gpu-cudnn": CUDNN_STAGE,

@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 
 from dnnc.runtime.gpu_executor import GpuExecutor, Step
 from dnnc.runtime.memory_plan import MemoryPlan, plan_memory
+from dnnc.runtime.outputs import owned_copy
 
 
 @dataclass(frozen=True)
@@ -106,4 +107,4 @@ class ArenaRunner:
         """An output the caller owns: a copy of an arena buffer (the next call rewrites it)
         or of a tensor made in inference mode (the caller may change it in place)."""
         in_arena = t.untyped_storage().data_ptr() == self.arena.untyped_storage().data_ptr()
-        return t.clone() if in_arena or t.is_inference() else t
+        return owned_copy(t) if in_arena or t.is_inference() else t

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from dnnc.runtime.outputs import owned_copy
+
 Launch = Callable[[], None]
 
 
@@ -47,7 +49,7 @@ def by_running(
 ) -> tuple[list[torch.Tensor], Launch]:
     """Outputs and a launch for a program that is not replayed as a graph: it runs now into
     outputs of its own, and each launch runs it again and copies the results there."""
-    outputs = [t.clone() for t in run(inputs)]
+    outputs = [owned_copy(t) for t in run(inputs)]
 
     def launch() -> None:
         for kept, new in zip(outputs, run(inputs)):

@@ -32,6 +32,7 @@ import torch
 
 from dnnc.runtime.arena import ArenaRunner
 from dnnc.runtime.binding import Launch, by_running
+from dnnc.runtime.outputs import owned_copy
 
 log = logging.getLogger("dnnc.gpu")
 
@@ -92,7 +93,7 @@ class CudaGraphRunner:
             while len(self._direct) > DIRECT_GRAPHS:
                 del self._direct[next(iter(self._direct))]
             direct.graph.replay()
-            return [t.clone() for t in direct.outputs]
+            return [owned_copy(t) for t in direct.outputs]
         if self.disabled is not None:  # the capture just tried failed
             return self.arena.run(inputs)
         self._last_placement = placement
@@ -107,7 +108,7 @@ class CudaGraphRunner:
             for static, x in zip(captured.inputs, inputs):
                 static.copy_(x)
             captured.graph.replay()
-        return [t.clone() for t in captured.outputs]
+        return [owned_copy(t) for t in captured.outputs]
 
     def bind(self, inputs: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], Launch]:
         """Outputs of their own and the launch of a graph captured on ``inputs``

@@ -36,6 +36,7 @@ from dnnc.backends.interface import GROUP_KIND_ATTR, BuildContext, GroupKernel, 
 from dnnc.backends.reference import Value, execute
 from dnnc.errors import ArtifactError, LibraryRefusal
 from dnnc.ir import extern, tcp
+from dnnc.ir.analysis import is_output_view
 from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
@@ -182,7 +183,9 @@ class GpuExecutor:
     def _plan_step(self, op: Operation, built: dict[Operation, GroupKernel | None]) -> Step:
         backend = backend_of(op)
         if backend is None:
-            return Step(op, "view") if isinstance(op, tcp.ReshapeOp) else Step(op, "torch")  # a row-major reshape moves no data
+            if isinstance(op, tcp.ReshapeOp) or is_output_view(op):  # a row-major reshape or a returned slice moves no data
+                return Step(op, "view")
+            return Step(op, "torch")
         if backend.gpu_only and self.device.type != "cuda":
             return Step(op, "torch")  # its reference implementation, as on the reference backend
         if op in built:

@@ -52,6 +52,7 @@ from dnnc.backends.triton.ops import (
     kind_of,
 )
 from dnnc.ir import tcp
+from dnnc.ir.analysis import is_output_view
 from dnnc.ir.types import numel, shape_of
 
 CLONED = (tcp.ConstantOp, tcp.IotaOp)
@@ -90,7 +91,7 @@ def fusion_groups(block: Block, products: bool = True, exclude: frozenset[Operat
 
 
 def _candidate(op: Operation, products: bool) -> bool:
-    if isinstance(op, CLONED) or not isinstance(op, tcp.TcpOp):
+    if isinstance(op, CLONED) or not isinstance(op, tcp.TcpOp) or is_output_view(op):
         return False
     if isinstance(op, PRODUCT_ANCHORS):
         return products
