@@ -61,6 +61,9 @@ from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
+LOG2_E = 1.4426950408889634
+"""Attention keeps its scores in base 2: ``exp(x) = exp2(x * log2(e))``."""
+
 # Pointwise and pooling ------------------------------------------------------------------
 
 
@@ -342,24 +345,28 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
             em.line(f"kmask = (rdk < {d}) & (rn < {sk})")
             kt = em.value(op.key, Index((b, hk, sk, d), dims=("bi", "hk", "rn", "rdk")), "kmask")
             kt = em.let(f"tl.where(kmask, {kt}, 0.0).to({dot_type})", "kt")
-        em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale)!r}")
-        em.line(f"keep = (rn < {sk}) & (rm < {sq})")
+        # Scores in base 2 (scaled by log2(e)): exp2 is one instruction, exp a multiply more.
+        em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale) * LOG2_E!r}")
+        # Query rows past the end read zeros (finite scores, never stored): only keys past
+        # the end, the causal triangle and a mask exclude anything.
+        keep = [] if sk % bn == 0 else [f"(rn < {sk})"]
         if causal:
-            em.line("keep = keep & (rn <= rm)")
+            keep.append("(rn <= rm)")
         if op.has_mask:
             with em.tiled("(BLOCK_M, BLOCK_N)"):
                 em.line(f"smask = (rm < {sq}) & (rn < {sk})")
                 m = em.value(op.mask[0], Index((b, h, sq, sk), dims=("bi", "hi", "rm", "rn")), "smask")
             if element_name(element_of(op.mask[0])) == "i1":
-                em.line(f"keep = keep & ({m} != 0)")
+                keep.append(f"({m} != 0)")
             else:
-                em.line(f"s = s + {m}")
-        em.line('s = tl.where(keep, s, float("-inf"))')
+                em.line(f"s = s + {m} * {LOG2_E!r}")
+        if keep:
+            em.line(f's = tl.where({" & ".join(keep)}, s, float("-inf"))')
         em.line("m_new = tl.maximum(m_i, tl.max(s, 1))")
         # rows with no key kept so far have a max of -inf: shift by 0 there, not by -inf
         em.line('shift = tl.where(m_new == float("-inf"), 0.0, m_new)')
-        em.line("p = tl.exp(s - shift[:, None])")
-        em.line("alpha = tl.exp(m_i - shift)")
+        em.line("p = tl.exp2(s - shift[:, None])")
+        em.line("alpha = tl.exp2(m_i - shift)")
         em.line("l_i = l_i * alpha + tl.sum(p, 1)")
         with em.tiled("(BLOCK_N, BLOCK_DV)"):
             em.line(f"vmask = (rk < {sk}) & (rdv < {dv})")
