@@ -104,6 +104,10 @@ class KernelEmitter:
         self.memo: dict[tuple, str] = {}
         self.anchors: dict[SSAValue, tuple[Index, str]] = {}
         self._names: dict[str, int] = {}
+        self.splits: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
+        """Position variables that ``dims`` split from one linear expression (their names,
+        size-1 dims left out) -> that expression and their sizes: ``flat`` puts the
+        expression back where they meet again in row-major order."""
 
     # Text ---------------------------------------------------------------------------
 
@@ -129,12 +133,12 @@ class KernelEmitter:
         """An indented block (a loop); values computed inside are not visible after it."""
         self.line(header)
         self.depth += 1
-        saved = dict(self.memo)
+        saved, splits = dict(self.memo), dict(self.splits)
         try:
             yield
         finally:
             self.depth -= 1
-            self.memo = saved
+            self.memo, self.splits = saved, splits
 
     @contextlib.contextmanager
     def tiled(self, tile: str) -> Iterator[None]:
@@ -160,14 +164,43 @@ class KernelEmitter:
             if i != big[0]:
                 expr = f"({expr}) % {n}"
             out.append(expr if expr == ix.flat else self.let(expr, "i"))
+        split = tuple((d, n) for d, n in zip(out, ix.shape) if n != 1)
+        if len(split) > 1:
+            self.splits[tuple(d for d, _ in split)] = (ix.flat, tuple(n for _, n in split))
         return tuple(out)
 
     def flat(self, ix: Index) -> str:
+        """The linear offset of ``ix``. Variables ``dims`` split from one expression, met
+        in the same row-major run, are that expression again: Triton then sees an offset
+        contiguous along it (a store of an NCHW value a channels-last row kernel computed
+        is coalesced, not a scatter) and computes fewer quotients."""
         if ix.flat is not None:
             return ix.flat
         assert ix.dims is not None
-        terms = [d if s == 1 else f"({d}) * {s}" for d, n, s in zip(ix.dims, ix.shape, strides(ix.shape)) if n != 1 and d != "0"]
+        kept = [(d, n, s) for d, n, s in zip(ix.dims, ix.shape, strides(ix.shape)) if n != 1 and d != "0"]
+        terms, i = [], 0
+        while i < len(kept):
+            d, _, s = kept[i]
+            run = self._split_at(kept, i)
+            if run:
+                expr, width = run
+                d, s = f"({expr})", kept[i + width - 1][2]
+                i += width
+            else:
+                i += 1
+            terms.append(d if s == 1 else f"({d}) * {s}")
         return " + ".join(terms) if terms else "0"
+
+    def _split_at(self, kept: list[tuple[str, int, int]], i: int) -> tuple[str, int] | None:
+        """The expression whose split variables are ``kept[i:]``'s first ones, with
+        sizes and row-major strides as split, and how many they are; else None."""
+        for names, (expr, sizes) in self.splits.items():
+            run = kept[i : i + len(names)]
+            if tuple(d for d, _, _ in run) != names or tuple(n for _, n, _ in run) != sizes:
+                continue
+            if all(run[j][2] == run[j + 1][1] * run[j + 1][2] for j in range(len(run) - 1)):
+                return expr, len(names)
+        return None
 
     def with_dims(self, shape: Sequence[int], dims: Sequence[str]) -> Index:
         return Index(tuple(shape), dims=tuple(dims))

@@ -270,6 +270,18 @@ CASES = [
 }""",
     ),
     Case(
+        "reduce_channels_last_mean_with_its_input",
+        ("reduce",),
+        # MobileNetV3's squeeze-excite pool: a channels-last convolution's output, read
+        # along channels, activated, averaged over H x W, and the activation returned NCHW.
+        """func.func @forward(%x: tensor<3x5x5x24xT>) -> (tensor<3x24x1x1xT>, tensor<3x24x5x5xT>) {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<3x5x5x24xT> -> tensor<3x24x5x5xT>
+  %h = tcp.clamp %t {min = 0.0 : f64, max = 0.5 : f64} : tensor<3x24x5x5xT>
+  %m = tcp.reduce_mean %h {axes = array<i64: 2, 3>, keepdim = true} : tensor<3x24x5x5xT> -> tensor<3x24x1x1xT>
+  func.return %m, %h : tensor<3x24x1x1xT>, tensor<3x24x5x5xT>
+}""",
+    ),
+    Case(
         "attention_gqa_head_dim_40",
         ("attention",),
         """func.func @forward(%q: tensor<2x4x37x40xT>, %k: tensor<2x2x45x40xT>, %v: tensor<2x2x45x24xT>) -> tensor<2x4x37x24xT> {

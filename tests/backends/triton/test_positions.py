@@ -1,0 +1,34 @@
+"""Offsets the kernels compute: position variables split from one linear index and met
+again in row-major order are that index again, so Triton sees the offset contiguous."""
+
+from __future__ import annotations
+
+from dnnc.backends.triton import TritonFuse
+from dnnc.backends.triton.configs import candidates
+from dnnc.backends.triton.emitter import Index, KernelEmitter
+from dnnc.backends.triton.kernels import generate
+from dnnc.backends.triton.skeleton import GroupInfo
+from dnnc.ir import tcp
+from dnnc.pipeline import run_passes
+from tests.backends.triton.cases import CASES
+
+
+def test_split_positions_meet_again_as_their_index() -> None:
+    em = KernelEmitter({})
+    rows = em.dims(Index((32, 960), flat="rows"))
+    cols = em.dims(Index((7, 7), flat="cols"))
+    nchw = Index((32, 960, 7, 7), dims=(*rows, *cols))
+    nhwc = Index((32, 7, 7, 960), dims=(rows[0], *cols, rows[1]))
+    assert em.flat(nchw) == "((rows)) * 49 + (cols)"
+    assert em.flat(nhwc) == f"({rows[0]}) * 47040 + ((cols)) * 960 + {rows[1]}"
+    swapped = Index((32, 7, 7, 960), dims=(rows[0], cols[1], cols[0], rows[1]))  # not row-major: kept apart
+    assert "cols" not in em.flat(swapped)
+
+
+def test_a_channels_last_pool_stores_its_nchw_input_contiguously() -> None:
+    (case,) = [c for c in CASES if c.name == "reduce_channels_last_mean_with_its_input"]
+    program = case.program("f16")
+    run_passes(program, [TritonFuse()])
+    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    source = generate(group, candidates(GroupInfo.of(group))[0]).text
+    assert "tl.store(out0 + tl.broadcast_to(((rows)) * 25 + (cols)," in source, source
