@@ -54,8 +54,16 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def file_mode() -> int:
+    """The mode a newly created file gets here: 0o666 less the process's umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
-    """Write every member (the manifest first) to a temporary file renamed into place."""
+    """Write every member (the manifest first) to a temporary file renamed into place,
+    with the mode any new file gets (the temporary file is private until then)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -64,6 +72,7 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
             for name in sorted(members, key=lambda n: n != MANIFEST):
                 compression = zipfile.ZIP_STORED if name.endswith(STORED_AS_IS) else zipfile.ZIP_DEFLATED
                 z.writestr(name, members[name], compress_type=compression)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

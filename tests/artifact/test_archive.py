@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import resource
+import stat
 import struct
 import time
 import tracemalloc
@@ -283,3 +285,16 @@ def test_metadata_that_is_not_an_object_is_refused(artifact: Path) -> None:
     members["metadata.json"] = (b"[1, 2]", zipfile.ZIP_DEFLATED)
     _write(artifact, members)
     _refused(artifact, "member 'metadata.json' must hold a JSON object, got list")
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_an_artifact_gets_the_mode_any_new_file_gets(tmp_path: Path, umask: int, mode: int) -> None:
+    """Not the 0600 of the private temporary file it is written to first: a served
+    artifact is read by other users (a server's account, a container)."""
+    previous = os.umask(umask)
+    try:
+        path = tmp_path / "m.dnnc"
+        archive.write_archive(path, {archive.MANIFEST: b"{}"})
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
