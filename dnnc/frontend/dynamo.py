@@ -35,15 +35,54 @@ compiled_graphs: list[Any] = []
 """The ``CompiledModule`` of every graph dnnc compiled in this process (for inspection)."""
 
 
-def dnnc_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    import dnnc
+MODES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reduce-overhead": {"cuda_graph": True},
+    "max-autotune": {"cuda_graph": True, "measure_autotune": True, "runtime_compiled_plans": 64},
+    "max-autotune-no-cudagraphs": {"cuda_graph": False, "measure_autotune": True, "runtime_compiled_plans": 64},
+}
+"""torch.compile's ``mode`` as dnnc settings: dnnc replays CUDA graphs by default;
+``max-autotune`` also tunes every candidate the partitioner times alone and builds every
+runtime-compiled cuDNN plan among the first the heuristics give (a longer compile)."""
 
+
+def settings_for(mode: str | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The dnnc settings (``knobs``) a ``torch.compile(mode=..., options=...)`` asks for:
+    the mode's, then ``options`` by setting name. An unknown mode or setting is a
+    ``DnncError`` naming the known ones."""
+    import dataclasses
+
+    from dnnc import knobs
+    from dnnc.errors import DnncError
+
+    if mode is not None and mode not in MODES:
+        raise DnncError(f"torch.compile(backend='dnnc'): unknown mode {mode!r}; dnnc knows {', '.join(MODES)}")
+    settings = dict(MODES[mode or "default"])
+    known = [f.name for f in dataclasses.fields(knobs.Knobs)]
+    unknown = sorted(set(options or {}) - set(known))
+    if unknown:
+        raise DnncError(
+            f"torch.compile(backend='dnnc'): unknown option {unknown[0]!r}; the options are dnnc's settings: {', '.join(known)}"
+        )
+    settings.update(options or {})
+    return settings
+
+
+def dnnc_backend(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, mode: str | None = None, options: dict[str, Any] | None = None
+) -> Callable[..., Any]:
+    """The backend Dynamo calls, with torch.compile's ``mode`` and ``options`` if given."""
+    import dnnc
+    from dnnc import knobs
+
+    settings = settings_for(mode, options)
     reason = _unsupported(example_inputs)
     if reason is None:
         tensors = list(example_inputs)
         device = "cuda" if any(t.is_cuda for t in tensors) else "cpu"
         try:
-            compiled = dnnc.compile(gm, tuple(tensors), device=device)
+            with knobs.override(**settings):
+                compiled = dnnc.compile(gm, tuple(tensors), device=device)
         except Exception as e:  # any failure runs the graph as Dynamo captured it
             reason = f"{type(e).__name__}: {e}"
         else:

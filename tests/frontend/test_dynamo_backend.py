@@ -4,8 +4,10 @@ a graph dnnc cannot take runs as captured, with the reason recorded."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+from dnnc.errors import DnncError
 from dnnc.frontend import dynamo  # registers the backend (an installed dnnc: also its entry point)
 from dnnc.models import gpt2_block, mobilenet_v2, resnet50
 from dnnc.numerics import relative_error
@@ -79,3 +81,51 @@ def test_an_installed_dnnc_is_found_through_its_entry_point() -> None:
     probe = "import torch; from torch._dynamo.backends.registry import lookup_backend; print(lookup_backend('dnnc').__module__)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "dnnc.frontend.dynamo"
+
+
+class _Small(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x))
+
+
+def test_mode_and_options_reach_dnnc_as_settings(monkeypatch: pytest.MonkeyPatch, rng: torch.Generator) -> None:
+    """``mode`` picks dnnc's settings (max-autotune: measure more), ``options`` sets
+    dnnc's settings by name; the compiled graph matches eager either way."""
+    import dnnc
+    from dnnc import knobs
+
+    seen: list[tuple[bool, str]] = []
+    compile_ = dnnc.compile
+
+    def recording(*args, **kwargs):
+        seen.append((knobs.get().measure_autotune, knobs.get().partition))
+        return compile_(*args, **kwargs)
+
+    monkeypatch.setattr(dnnc, "compile", recording)
+    model, x = _Small().eval(), torch.randn(3, 8, generator=rng)
+    for kwargs, expected in (
+        ({"mode": "max-autotune"}, (True, "auto")),
+        ({"options": {"partition": "greedy"}}, (False, "greedy")),
+        ({"mode": "reduce-overhead"}, (False, "auto")),
+    ):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="dnnc", dynamic=False, **kwargs)
+        with torch.no_grad():
+            assert relative_error(compiled(x), model(x)) <= 1e-5
+        assert seen[-1] == expected, kwargs
+
+
+def test_an_unknown_mode_or_option_is_named() -> None:
+    with pytest.raises(DnncError, match=r"unknown mode 'fastest'; dnnc knows default, reduce-overhead, max-autotune"):
+        dynamo.settings_for("fastest", None)
+    with pytest.raises(DnncError, match=r"unknown option 'epilogue_fusion'; the options are dnnc's settings: device, "):
+        dynamo.settings_for(None, {"epilogue_fusion": True})
+    assert dynamo.settings_for("max-autotune", {"cuda_graph": False}) == {
+        "cuda_graph": False,
+        "measure_autotune": True,
+        "runtime_compiled_plans": 64,
+    }
