@@ -159,9 +159,14 @@ def _preview(t: torch.Tensor, count: int = 8) -> str:
 @click.option("--iterations", type=click.IntRange(min=1), default=20, show_default=True, help="Timed calls.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed calls first.")
 @click.option("--cuda-graph/--no-cuda-graph", default=None, help="Replay as a CUDA graph (default: knob cuda_graph).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object (every percentile, each call's time).")
 @user_errors
-def bench_command(artifact: Path, device: str | None, iterations: int, warmup: int, cuda_graph: bool | None) -> None:
-    """Median latency, throughput and peak memory of an artifact on fresh random inputs."""
+def bench_command(
+    artifact: Path, device: str | None, iterations: int, warmup: int, cuda_graph: bool | None, as_json: bool
+) -> None:
+    """Latency (p50, p90, p99), throughput and peak memory of an artifact on fresh random inputs."""
+    import json
+
     from dnnc.loading import load
     from dnnc.runtime.bench import bench
 
@@ -170,8 +175,14 @@ def bench_command(artifact: Path, device: str | None, iterations: int, warmup: i
     with console.status(f"timing {iterations} calls"):
         result = bench(module, iterations, warmup)
     where = f"GPU ({torch.cuda.get_device_name()})" if module.device == "cuda" else "CPU reference backend (not the GPU kernels)"
+    if as_json:
+        out.print_json(json.dumps({**result.as_json(), "device": where, "times_ms": result.times_ms}))
+        return
     out.print(f"backend: {where}")
-    out.print(f"median latency: {result.median_ms:.3f} ms over {result.iterations} calls")
+    out.print(
+        f"latency: p50 {result.percentile_ms(50):.3f} ms, p90 {result.percentile_ms(90):.3f} ms, "
+        f"p99 {result.percentile_ms(99):.3f} ms over {result.iterations} calls"
+    )
     out.print(f"throughput: {result.items_per_s:.1f} items/s (batch {result.batch})")
     out.print(f"peak memory: {result.peak_bytes / 1e6:.1f} MB ({result.peak_kind})")
     if module.memory_peak_bytes is not None:

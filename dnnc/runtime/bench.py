@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -30,6 +30,43 @@ class BenchResult:
     peak_kind: str
     """What ``peak_bytes`` measures."""
     iterations: int
+    times_ms: list[float] = field(default_factory=list)
+    """Every timed call, in order."""
+
+    def percentile_ms(self, q: float) -> float:
+        """The ``q``-th percentile (0-100) of the calls, interpolated between the two
+        nearest (the median is the 50th)."""
+        return percentile(self.times_ms, q)
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``dnnc bench --json`` prints."""
+        return {
+            "backend": self.backend,
+            "iterations": self.iterations,
+            "batch": self.batch,
+            "ms": {
+                "p50": self.percentile_ms(50),
+                "p90": self.percentile_ms(90),
+                "p99": self.percentile_ms(99),
+                "mean": statistics.fmean(self.times_ms),
+                "min": min(self.times_ms),
+                "max": max(self.times_ms),
+            },
+            "items_per_s": self.items_per_s,
+            "peak_bytes": self.peak_bytes,
+            "peak_kind": self.peak_kind,
+        }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile of ``values`` by linear interpolation between closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def random_inputs(specs: Sequence[TensorSpec], device: str, seed: int = 0) -> list[torch.Tensor]:
@@ -60,7 +97,7 @@ def bench(module: Any, iterations: int = 20, warmup: int = 3) -> BenchResult:
         peak, kind, backend = torch.cuda.max_memory_allocated(), "GPU memory allocated by torch (peak)", "GPU"
     else:
         peak, kind, backend = _peak_rss(), "process peak resident memory", "CPU reference"
-    return BenchResult(backend, median, batch / (median / 1e3), batch, peak, kind, iterations)
+    return BenchResult(backend, median, batch / (median / 1e3), batch, peak, kind, iterations, times)
 
 
 def _gpu_ms(module: Any, inputs: list[torch.Tensor]) -> float:

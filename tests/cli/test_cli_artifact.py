@@ -58,8 +58,36 @@ def test_run_artifact_errors(artifact: Path, args: list[str], message: str) -> N
 def test_bench_on_the_cpu_says_so(artifact: Path) -> None:
     result = invoke("bench", str(artifact), "--iterations", "3", "--warmup", "1")
     assert result.exit_code == 0, result.output
-    for expected in ("backend: CPU reference backend", "median latency:", "over 3 calls", "items/s (batch 3)", "peak memory:"):
+    for expected in (
+        "backend: CPU reference backend",
+        "latency: p50 ",
+        " ms, p90 ",
+        " ms, p99 ",
+        "over 3 calls",
+        "items/s (batch 3)",
+        "peak memory:",
+    ):
         assert expected in result.output
+
+
+def test_bench_json_has_the_percentiles_and_every_call(artifact: Path) -> None:
+    import json
+
+    result = invoke("bench", str(artifact), "--iterations", "5", "--warmup", "1", "--json")
+    assert result.exit_code == 0, result.output
+    facts = json.loads(result.output)
+    assert facts["iterations"] == 5 and len(facts["times_ms"]) == 5 and facts["batch"] == 3
+    ms = facts["ms"]
+    assert ms["min"] <= ms["p50"] <= ms["p90"] <= ms["p99"] <= ms["max"]
+    assert facts["device"].startswith("CPU reference backend")
+
+
+def test_percentiles_interpolate_between_the_nearest_calls() -> None:
+    from dnnc.runtime.bench import percentile
+
+    times = [4.0, 1.0, 3.0, 2.0, 5.0]
+    assert [percentile(times, q) for q in (0, 50, 90, 100)] == [1.0, 3.0, 4.6, 5.0]
+    assert percentile([7.0], 99) == 7.0
 
 
 def test_inspect(artifact: Path) -> None:
