@@ -92,7 +92,7 @@ def _fill_random(program: Program) -> None:
     help="Export MODEL (path/to/file.py:factory or package.module:factory) as compile does and list the ATen ops it cannot import.",
 )
 @model_options()
-@click.option("--json", "as_json", is_flag=True, help="With --check: print the findings as one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Print the op lists (with --check: the findings) as one JSON object.")
 @user_errors
 def ops_command(model: str | None, factory_args: tuple[str, ...], dtype: str | None, batch: int | None, as_json: bool) -> None:
     """List the tcp ops and the ATen ops the importer accepts, one per line (user kernels
@@ -105,8 +105,8 @@ def ops_command(model: str | None, factory_args: tuple[str, ...], dtype: str | N
     if model is not None:
         _check_ops(model, factory_args, dtype, batch, as_json)
         return
-    if factory_args or dtype or batch or as_json:
-        raise DnncError("--arg, --dtype, --batch and --json apply to --check MODEL")
+    if factory_args or dtype or batch:
+        raise DnncError("--arg, --dtype and --batch apply to --check MODEL")
     from dnnc.frontend.aten import IMPORT_RULES
     from dnnc.ir.tcp import ALL_OPS
 
@@ -115,6 +115,12 @@ def ops_command(model: str | None, factory_args: tuple[str, ...], dtype: str | N
         "extern ops (user kernels)": ["extern.kernel", "extern.dispatch"],
         "ATen ops": sorted(str(t) for t in IMPORT_RULES),
     }
+    if as_json:
+        import json
+
+        keys = {"tcp ops": "tcp", "extern ops (user kernels)": "extern", "ATen ops": "aten"}
+        click.echo(json.dumps({keys[title]: names for title, names in sections.items()}, indent=1))
+        return
     for title, names in sections.items():
         click.echo(f"{title} ({len(names)}):")
         for name in names:

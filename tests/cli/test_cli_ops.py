@@ -125,5 +125,19 @@ def test_ops_lists_one_op_per_line() -> None:
 
 
 def test_model_options_need_check() -> None:
+    result = invoke("ops", "--batch", "2")
+    assert result.exit_code == 1 and "--arg, --dtype and --batch apply to --check MODEL" in result.output
+
+
+def test_the_op_list_as_json() -> None:
+    import json
+
     result = invoke("ops", "--json")
-    assert result.exit_code == 1 and "apply to --check MODEL" in result.output
+    assert result.exit_code == 0, result.output
+    ops = json.loads(result.output)
+    assert set(ops) == {"tcp", "extern", "aten"}
+    assert (
+        "tcp.conv2d" in ops["tcp"]
+        and "aten.convolution.default" in ops["aten"]
+        and ops["extern"] == ["extern.kernel", "extern.dispatch"]
+    )
