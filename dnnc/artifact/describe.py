@@ -39,6 +39,8 @@ def describe(contents: ArtifactContents) -> dict[str, Any]:
         "versions": m.get("versions", {}),
         "inputs": [s.describe() for s in contents.manifest.inputs],
         "outputs": [s.describe() for s in contents.manifest.outputs],
+        "input_names": contents.manifest.names("inputs"),
+        "output_names": contents.manifest.names("outputs"),
         "ops_by_backend": ops_by_backend(contents),
         "parameters": {"tensors": len(contents.program.params), "bytes": contents.program.params.nbytes()},
         "memory_peak_bytes": contents.summary.get("memory_peak_bytes"),

@@ -29,8 +29,11 @@ _DTYPES = {
 }
 
 
-def spec_json(spec: TensorSpec) -> dict[str, Any]:
-    return {"shape": list(spec.shape), "dtype": str(spec.dtype).removeprefix("torch.")}
+def spec_json(spec: TensorSpec, name: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"shape": list(spec.shape), "dtype": str(spec.dtype).removeprefix("torch.")}
+    if name is not None:
+        out["name"] = name
+    return out
 
 
 @dataclass
@@ -53,6 +56,10 @@ class Manifest:
     @property
     def outputs(self) -> list[TensorSpec]:
         return self._specs("outputs")
+
+    def names(self, field: str) -> list[str | None]:
+        """The ``inputs``' or ``outputs``' names (None where the artifact has none)."""
+        return [s.get("name") for s in self.data[field]]
 
     def _specs(self, field: str) -> list[TensorSpec]:
         return [TensorSpec(tuple(s["shape"]), _DTYPES[s["dtype"]]) for s in self.data[field]]
@@ -77,9 +84,12 @@ def _check_specs(data: dict[str, Any], source: Path, field: str) -> None:
             and isinstance(s.get("shape"), list)
             and all(isinstance(d, int) and d >= 0 for d in s["shape"])
             and s.get("dtype") in _DTYPES
+            and isinstance(s.get("name", ""), str)
         )
         if not ok:
-            raise _field_error(source, f"{field}[{i}]", f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}}}", s)
+            raise _field_error(
+                source, f"{field}[{i}]", f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}, name: an optional string}}", s
+            )
 
 
 _SUMMARY_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

@@ -84,8 +84,11 @@ def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "versions": library_versions(),
         "target": contents.target,
-        "inputs": [spec_json(s) for s in specs_of(program.input_types)],
-        "outputs": [spec_json(s) for s in specs_of(program.output_types)],
+        "inputs": [spec_json(s, n) for s, n in zip(specs_of(program.input_types), input_names(program))],
+        "outputs": [
+            spec_json(s, n)
+            for s, n in zip(specs_of(program.output_types), output_names(contents.structure, len(program.output_types)))
+        ],
         "structure": contents.structure,
         "summary": contents.summary,
         "members": {name: sha256(data) for name, data in members.items()},
@@ -93,6 +96,37 @@ def save_artifact(contents: ArtifactContents, path: str | Path) -> Path:
     members[MANIFEST] = json.dumps(manifest, indent=1, sort_keys=True).encode()
     write_archive(path, members)
     return path
+
+
+def input_names(program: Program) -> list[str]:
+    """The program's inputs by the names the model's ``forward`` gave them (the entry
+    function's arguments keep them from the export), ``input_<i>`` where none is known."""
+    args = program.entry.body.block.args
+    return [a.name_hint or f"input_{i}" for i, a in enumerate(args)]
+
+
+def output_names(structure: dict[str, Any], count: int) -> list[str]:
+    """Each returned tensor by its place in what the model returns: ``logits``, ``0``,
+    ``hidden_states.3`` (a ``ModelOutput``'s fields, a tuple's positions), from the pytree
+    spec saved in ``structure``; ``output_<i>`` where there is none."""
+    import torch.utils._pytree as pytree
+
+    fallback = [f"output_{i}" for i in range(count)]
+    text = structure.get("out_spec")
+    if text is None:
+        return fallback
+    try:
+        spec = pytree.treespec_loads(text)
+        if spec.num_leaves != count:
+            return fallback
+        paths, _ = pytree.tree_flatten_with_path(pytree.tree_unflatten(list(range(count)), spec))
+    except Exception:  # a container pytree cannot rebuild: the names are positional
+        return fallback
+    names = []
+    for i, (path, _) in enumerate(paths):
+        parts = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+        names.append(".".join(parts) or f"output_{i}")
+    return names
 
 
 def read_manifest(path: str | Path) -> Manifest:

@@ -208,6 +208,11 @@ def inspect_command(artifact: Path, as_json: bool) -> None:
         print_plain(out, line)
 
 
+def _named(specs: list[str], names: list[str | None]) -> str:
+    """``image [2, 3] float32, scale [2] float32`` (a spec alone where no name is stored)."""
+    return ", ".join(spec if name is None else f"{name} {spec}" for spec, name in zip(specs, names))
+
+
 def _inspect_lines(artifact: Path, facts: dict[str, Any]) -> list[str]:
     """``dnnc inspect``'s lines, every value from the file made ``printable``."""
     import json
@@ -220,8 +225,8 @@ def _inspect_lines(artifact: Path, facts: dict[str, Any]) -> list[str]:
         f"artifact: {p(artifact)} (format {p(m['format'])} schema {p(m['schema'])}, dnnc {p(m['dnnc'])}, created {p(m.get('created'))})",
         f"target: {p(m['target'])}{device}",
         "versions: " + ", ".join(f"{p(k)} {p(v)}" for k, v in sorted(facts["versions"].items())),
-        f"inputs: {p(', '.join(facts['inputs']))}",
-        f"outputs: {p(', '.join(facts['outputs']))}",
+        f"inputs: {p(_named(facts['inputs'], facts['input_names']))}",
+        f"outputs: {p(_named(facts['outputs'], facts['output_names']))}",
         "ops by backend: " + ", ".join(f"{p(k)} {v}" for k, v in sorted(facts["ops_by_backend"].items())),
         f"parameters: {facts['parameters']['tensors']} tensors, {facts['parameters']['bytes'] / 1e6:.1f} MB",
         f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)",

@@ -96,8 +96,8 @@ def test_inspect(artifact: Path) -> None:
     for expected in (
         "format dnnc-artifact schema 1",
         "target: cpu",
-        "inputs: [3, 3, 6, 6] float32",
-        "outputs: [3, 5] float32",
+        "inputs: input [3, 3, 6, 6] float32",
+        "outputs: output_0 [3, 5] float32",
         "ops by backend: tcp ",
         "memory plan peak: none (reference backend)",
         "decisions: none recorded",
@@ -116,6 +116,28 @@ def test_inspect_shows_decisions_as_json(tmp_path: Path, rng: torch.Generator) -
     facts = json.loads(result.output)
     assert facts["decisions"] == [{"group": 0, "chose": "cudnn", "predicted_ms": 0.25}]
     assert facts["inputs"] == ["[3, 4] float32"] and facts["manifest"]["target"] == "cpu"
+    assert facts["input_names"] == ["input"] and facts["output_names"] == ["output_0"]
+
+
+class _Named(torch.nn.Module):
+    def forward(self, image: torch.Tensor, scale: torch.Tensor) -> dict[str, object]:
+        return {"logits": image.sum(1) * scale, "hidden": (image * 2, image - 1)}
+
+
+def test_inputs_and_outputs_are_named_as_the_model_names_them(tmp_path: Path, rng: torch.Generator) -> None:
+    """The forward's argument names, and each output's place in what it returns (a
+    server maps its request and response fields by them)."""
+    import dnnc
+
+    compiled = dnnc.compile(_Named(), (torch.randn(2, 3, generator=rng), torch.randn(2, generator=rng)), device="cpu")
+    result = invoke("inspect", str(compiled.save(tmp_path / "named.dnnc")), "--json")
+    assert result.exit_code == 0, result.output
+    facts = json.loads(result.output)
+    assert facts["input_names"] == ["image", "scale"]
+    assert facts["output_names"] == ["logits", "hidden.0", "hidden.1"]
+    text = invoke("inspect", str(tmp_path / "named.dnnc")).output
+    assert "inputs: image [2, 3] float32, scale [2] float32" in text
+    assert "outputs: logits [2] float32, hidden.0 [2, 3] float32, hidden.1 [2, 3] float32" in text
 
 
 def test_inspect_and_bench_refuse_damaged_files(artifact: Path) -> None:
