@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -17,6 +18,9 @@ from dnnc.ir.program import Program
 from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
 from dnnc.runtime.device import resolve_device
 
+DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+"""``dtype=`` by name, as ``dnnc compile --dtype`` takes it."""
+
 
 @with_fewer_collections
 def compile(  # noqa: A001 - the public name users expect
@@ -25,11 +29,60 @@ def compile(  # noqa: A001 - the public name users expect
     *,
     device: str | None = None,
     cuda_graph: bool | None = None,
+    dtype: str | torch.dtype | None = None,
+    partition: str | None = None,
+    tuning_specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> CompiledModule:
     """Compile a PyTorch model (or an ExportedProgram) for the given example inputs.
-    ``cuda_graph``: replay the program as one CUDA graph (default: ``knobs.cuda_graph``).
+
+    ``device``: ``auto`` (default), ``cpu``, ``cuda`` or ``cuda:<index>`` (the current
+    GPU's). ``cuda_graph``: replay the program as one CUDA graph (default:
+    ``knobs.cuda_graph``). ``dtype`` (``f16``, ``bf16``, ``f32`` or a torch dtype):
+    compile a copy of the model and its floating inputs cast to it (the model given is
+    left as it is). ``partition``: ``auto`` (default), ``cudnn-only``, ``triton-only`` or
+    ``greedy``. ``tuning_specs``: spec files or directories whose decisions override the
+    partitioner's, first wins. ``options``: any other setting by name (``knobs.Knobs``).
+    Each is what the ``dnnc compile`` option of that name does.
+
     A module this machine compiled before for the same inputs and settings is loaded
     from the compile cache instead (``compile_cache``: nothing exported, compiled or timed)."""
+    settings = dict(options or {})
+    knobs.check_names(settings, "dnnc.compile")
+    if partition is not None:
+        settings["partition"] = partition
+    if tuning_specs is not None:
+        paths = [tuning_specs] if isinstance(tuning_specs, (str, os.PathLike)) else list(tuning_specs)
+        settings["tuning_specs"] = os.pathsep.join(str(p) for p in paths)
+    if dtype is not None:
+        model, example_inputs = _cast(model, example_inputs, dtype)
+    with knobs.override(**settings):
+        return _compile(model, example_inputs, device, cuda_graph)
+
+
+def _cast(model: Any, example_inputs: Any, dtype: str | torch.dtype) -> tuple[torch.nn.Module, Any]:
+    """A copy of ``model`` and of the floating example inputs in ``dtype``."""
+    import copy
+
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise DnncError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)} or a torch floating dtype")
+        dtype = DTYPES[dtype]
+    if dtype not in DTYPES.values():
+        raise DnncError(f"dtype={dtype}: expected one of {', '.join(DTYPES)} or a torch floating dtype")
+    if not isinstance(model, torch.nn.Module):
+        raise DnncError("dtype=: an ExportedProgram keeps the dtypes it was exported with; pass the torch.nn.Module")
+    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    cast = tuple(x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
+    return copy.deepcopy(model).to(dtype), cast
+
+
+def _compile(
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: Sequence[Any] | torch.Tensor,
+    device: str | None,
+    cuda_graph: bool | None,
+) -> CompiledModule:
     from dnnc import compile_cache
 
     target = resolve_device(device)

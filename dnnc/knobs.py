@@ -198,6 +198,18 @@ def get() -> Knobs:
     return _current
 
 
+def names() -> list[str]:
+    """Every setting's name (``Knobs``' fields), in declaration order."""
+    return [f.name for f in dataclasses.fields(Knobs)]
+
+
+def check_names(settings: Mapping[str, object], what: str) -> None:
+    """A ``SettingsError`` naming the first of ``settings`` that is not a setting."""
+    unknown = sorted(set(settings) - set(names()))
+    if unknown:
+        raise SettingsError(f"{what}: unknown option {unknown[0]!r}; the options are dnnc's settings: {', '.join(names())}")
+
+
 @contextlib.contextmanager
 def override(**changes: object) -> Iterator[Knobs]:
     """Change settings for the duration of a block (validated like the environment)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -162,3 +164,66 @@ def test_random_inputs_keep_integers_in_the_examples_range() -> None:
     tokens = random_like(torch.tensor([[3, 7], [5, 9]]), g)
     assert tokens.dtype == torch.int64 and int(tokens.min()) >= 3 and int(tokens.max()) <= 9
     assert random_like(torch.zeros(3, dtype=torch.float16), g).dtype == torch.float16
+
+
+def test_dtype_compiles_a_cast_copy_and_leaves_the_model_alone(rng: torch.Generator) -> None:
+    model = TwoHeads().eval()
+    x, scale = torch.randn(3, 6, generator=rng), torch.randn(3, 1, generator=rng)
+    compiled = dnnc.compile(model, (x, scale), device="cpu", dtype="bf16")
+    assert model.body.weight.dtype == torch.float32  # the caller's model is not cast
+    got = compiled(x.bfloat16(), scale.bfloat16())
+    with torch.no_grad():
+        expected = copy.deepcopy(model).bfloat16()(x.bfloat16(), scale.bfloat16())
+    assert got["features"].dtype == torch.bfloat16
+    assert_matches(got["features"], expected["features"], torch.bfloat16, what="bf16 features")
+    assert (
+        dnnc.compile(model, (x, scale), device="cpu", dtype=torch.float16)(x.half(), scale.half())["sum"].dtype == torch.float16
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dtype": "f64"}, r"dtype='f64': expected one of f32, f16, bf16 or a torch floating dtype"),
+        ({"dtype": torch.int32}, r"dtype=torch\.int32: expected one of f32, f16, bf16"),
+        ({"partition": "fastest"}, r"partition='fastest': expected one of auto, cudnn-only, triton-only, greedy"),
+        ({"options": {"fusion": True}}, r"dnnc\.compile: unknown option 'fusion'; the options are dnnc's settings: device, "),
+    ],
+)
+def test_compile_arguments_are_checked(kwargs: dict, message: str) -> None:
+    with pytest.raises(DnncError, match=message):
+        dnnc.compile(nn.Linear(2, 2).eval(), torch.randn(1, 2), device="cpu", **kwargs)
+
+
+def test_partition_tuning_specs_and_options_are_the_settings_of_the_compile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dnnc import api
+
+    seen: list[knobs.Knobs] = []
+    monkeypatch.setattr(api, "_compile", lambda *args: seen.append(knobs.get()))
+    specs = [tmp_path / "a.toml", tmp_path / "b"]
+    dnnc.compile(nn.Linear(2, 2), torch.randn(1, 2), partition="greedy", tuning_specs=specs, options={"autotune": False})
+    assert seen[-1].partition == "greedy" and not seen[-1].autotune
+    assert seen[-1].tuning_specs.split(os.pathsep) == [str(p) for p in specs]
+    assert knobs.get().autotune  # only for that compile
+
+
+def test_a_gpu_index_must_be_the_current_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dnnc.runtime import device
+
+    if not torch.cuda.is_available():
+        with pytest.raises(DnncError, match=r"device='cuda:0' but torch sees no CUDA GPU"):
+            device.resolve_device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert device.resolve_device("cuda:0") == "cuda"
+    with pytest.raises(
+        DnncError, match=r"device='cuda:1': dnnc compiles for and runs on the current GPU \(cuda:0\); make cuda:1"
+    ):
+        device.resolve_device("cuda:1")
+    with pytest.raises(DnncError, match=r"device='cuda:2' but this machine has 2 GPU\(s\): cuda:0 to cuda:1"):
+        device.resolve_device("cuda:2")
+    with pytest.raises(DnncError, match=r"unknown device 'cuda:x'"):
+        device.resolve_device("cuda:x")

@@ -50,20 +50,13 @@ def settings_for(mode: str | None, options: dict[str, Any] | None) -> dict[str, 
     """The dnnc settings (``knobs``) a ``torch.compile(mode=..., options=...)`` asks for:
     the mode's, then ``options`` by setting name. An unknown mode or setting is a
     ``DnncError`` naming the known ones."""
-    import dataclasses
-
     from dnnc import knobs
     from dnnc.errors import DnncError
 
     if mode is not None and mode not in MODES:
         raise DnncError(f"torch.compile(backend='dnnc'): unknown mode {mode!r}; dnnc knows {', '.join(MODES)}")
     settings = dict(MODES[mode or "default"])
-    known = [f.name for f in dataclasses.fields(knobs.Knobs)]
-    unknown = sorted(set(options or {}) - set(known))
-    if unknown:
-        raise DnncError(
-            f"torch.compile(backend='dnnc'): unknown option {unknown[0]!r}; the options are dnnc's settings: {', '.join(known)}"
-        )
+    knobs.check_names(options or {}, "torch.compile(backend='dnnc')")
     settings.update(options or {})
     return settings
 
