@@ -5,7 +5,8 @@ compiles it for their shapes and device. A graph dnnc cannot take (an op without
 an import rule, dynamic shapes, a training graph...) runs as Dynamo gave it, and
 the reason is logged and kept in ``fallbacks``, so a model always runs. Dynamo
 decides when to recompile (a new shape under ``dynamic=False``, a guard that
-fails); each recompile comes back here. With dynamic shapes, a graph whose
+fails); each recompile comes back here. The module's parameters and buffers, which
+Dynamo passes as graph inputs, are frozen into the compiled program (``Frozen``). With dynamic shapes, a graph whose
 inputs carry symbolic sizes falls back: pass ``dynamic=False`` for a static
 compile per shape.
 """
@@ -73,20 +74,65 @@ def dnnc_backend(
     if reason is None:
         tensors = list(example_inputs)
         device = "cuda" if any(t.is_cuda for t in tensors) else "cpu"
+        state = module_state(gm, tensors)
         try:
             with knobs.override(**settings):
-                compiled = dnnc.compile(gm, tuple(tensors), device=device)
+                if any(state):
+                    frozen = Frozen(gm, {i: t for i, (t, s) in enumerate(zip(tensors, state)) if s})
+                    user = tuple(t for t, s in zip(tensors, state) if not s)
+                    compiled = dnnc.compile(frozen, user, device=device)
+                else:
+                    compiled = dnnc.compile(gm, tuple(tensors), device=device)
         except Exception as e:  # any failure runs the graph as Dynamo captured it
             reason = f"{type(e).__name__}: {e}"
         else:
             compiled_graphs.append(compiled)
-            return compiled
+            if not any(state):
+                return compiled
+            return lambda *args: compiled(*(a for a, s in zip(args, state) if not s))
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     fallbacks.append(GraphFallback(ops, reason))
     log.warning(
         "dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, "; ".join(map(str.strip, reason.splitlines()))
     )
     return gm.forward
+
+
+def module_state(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[bool]:
+    """Which graph inputs are the module's parameters and buffers: Dynamo lifts them into
+    inputs (each placeholder's source names where it came from). All False where that
+    cannot be told."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        return [False] * len(example_inputs)
+    flags = []
+    for node in placeholders:
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        name = getattr(source, "name", "")
+        name = name() if callable(name) else name
+        flags.append(isinstance(name, str) and ("._parameters[" in name or "._buffers[" in name))
+    return flags
+
+
+class Frozen(torch.nn.Module):
+    """A captured graph with the module's parameters and buffers held as its own
+    buffers, called with the other inputs only: exported so, they are constants dnnc
+    folds (BatchNorm into the convolution before it) and uploads once, as Inductor's
+    freezing does. Changing the model's weights after the compile is not seen (call
+    ``torch._dynamo.reset()`` to compile again)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, constants: dict[int, torch.Tensor]):
+        super().__init__()
+        self.graph_module = gm
+        self.count = len([n for n in gm.graph.nodes if n.op == "placeholder"])
+        self.constant_positions = sorted(constants)
+        for i, t in constants.items():
+            self.register_buffer(f"constant_{i}", t.detach())
+
+    def forward(self, *user: torch.Tensor) -> Any:
+        given = iter(user)
+        args = [getattr(self, f"constant_{i}") if i in self.constant_positions else next(given) for i in range(self.count)]
+        return self.graph_module(*args)
 
 
 def _unsupported(example_inputs: Sequence[Any]) -> str | None:

@@ -129,3 +129,26 @@ def test_an_unknown_mode_or_option_is_named() -> None:
         "measure_autotune": True,
         "runtime_compiled_plans": 64,
     }
+
+
+def test_parameters_and_buffers_are_frozen_and_batchnorm_folded(rng: torch.Generator) -> None:
+    """Dynamo passes the module's parameters and buffers as graph inputs; the backend
+    compiles them as constants: the program takes the image alone, and its BatchNorm is
+    folded into the convolution (no batch norm op left)."""
+    from dnnc.ir import tcp
+
+    torch._dynamo.reset()
+    bn = torch.nn.BatchNorm2d(4)
+    bn.running_mean.uniform_(-0.5, 0.5, generator=rng)
+    bn.running_var.uniform_(0.5, 2.0, generator=rng)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), bn, torch.nn.ReLU()).eval()
+    image = torch.randn(2, 3, 8, 8, generator=rng)
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        assert _compiled_graphs_after(lambda: compiled(image)) == 1
+        got, want = compiled(image), model(image)
+    assert relative_error(got, want) <= 1e-5
+    program = dynamo.compiled_graphs[-1].program
+    assert len(program.input_types) == 1
+    assert not any(isinstance(op, tcp.BatchNormOp) for op in program.entry.body.walk())
+    assert {op.name for op in program.entry.body.walk()} >= {"tcp.conv2d"}
