@@ -5,6 +5,7 @@ compiler, so a program loaded from an artifact runs without it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch.utils._pytree as pytree
 
 from dnnc import knobs, progress
 from dnnc.backends.reference import ReferenceExecutor
-from dnnc.errors import InputError
+from dnnc.errors import DnncError, InputError
 from dnnc.ir.program import Program
 from dnnc.report import CompileReport
 from dnnc.runtime.binding import Binding, by_running, checked
@@ -92,6 +93,44 @@ class CompiledModule:
         if self._index_check is not None:
             self._index_check.after_call()
         return self._structured(outputs)
+
+    def forward(self, *args: Any) -> Any:
+        """The same as calling the module (``nn.Module``'s spelling)."""
+        return self(*args)
+
+    def eval(self) -> CompiledModule:
+        """A compiled program is for inference already: itself."""
+        return self
+
+    def train(self, mode: bool = True) -> CompiledModule:
+        if mode:
+            raise DnncError("a compiled module runs inference only; train the PyTorch model and compile it again")
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> CompiledModule:
+        """Refused: a program is built for its device and dtypes (compile again, with
+        ``device=`` or ``dtype=``)."""
+        raise DnncError(
+            f"a compiled module stays on {self.device} with the dtypes it was compiled for; "
+            "compile the model again with device= or dtype="
+        )
+
+    def cuda(self, *args: Any, **kwargs: Any) -> CompiledModule:
+        return self.to("cuda")
+
+    def cpu(self) -> CompiledModule:
+        return self.to("cpu")
+
+    def half(self) -> CompiledModule:
+        return self.to(torch.float16)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Empty: the weights are part of the program (``save`` writes them), not state to load."""
+        return {}
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
+        """None: nothing in a compiled module trains."""
+        return iter(())
 
     def bind(self, *args: Any) -> Binding:
         """Bind the program to these input tensors for a loop that fills them and calls

@@ -227,3 +227,19 @@ def test_a_gpu_index_must_be_the_current_gpu(monkeypatch: pytest.MonkeyPatch) ->
         device.resolve_device("cuda:2")
     with pytest.raises(DnncError, match=r"unknown device 'cuda:x'"):
         device.resolve_device("cuda:x")
+
+
+def test_a_compiled_module_answers_as_an_inference_module_would(rng: torch.Generator) -> None:
+    """``forward``, ``eval`` and ``train(False)`` work; ``to``/``cuda``/``half`` and
+    ``train()`` are refused saying what to do; no state to load, no parameters to train."""
+    model = nn.Linear(4, 2).eval()
+    x = torch.randn(3, 4, generator=rng)
+    compiled = dnnc.compile(model, x, device="cpu")
+    assert torch.equal(compiled.forward(x), compiled(x))
+    assert compiled.eval() is compiled and compiled.train(False) is compiled
+    assert compiled.state_dict() == {} and list(compiled.parameters()) == []
+    for refused in (lambda: compiled.to("cuda"), compiled.cuda, compiled.half, lambda: compiled.to(torch.float16)):
+        with pytest.raises(DnncError, match=r"stays on cpu with the dtypes it was compiled for; compile the model again"):
+            refused()
+    with pytest.raises(DnncError, match="runs inference only"):
+        compiled.train()
