@@ -11,15 +11,13 @@ import torch
 from torch.export import ExportedProgram
 
 from dnnc import knobs
+from dnnc.casting import cast_inputs, float_dtype
 from dnnc.collection import with_fewer_collections
 from dnnc.compiled import CompiledModule
 from dnnc.errors import DnncError
 from dnnc.ir.program import Program
 from dnnc.pipeline import CompileReport, canonicalize, exported_program, lower_for_gpu
 from dnnc.runtime.device import resolve_device
-
-DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-"""``dtype=`` by name, as ``dnnc compile --dtype`` takes it."""
 
 
 @with_fewer_collections
@@ -64,17 +62,11 @@ def _cast(model: Any, example_inputs: Any, dtype: str | torch.dtype) -> tuple[to
     """A copy of ``model`` and of the floating example inputs in ``dtype``."""
     import copy
 
-    if isinstance(dtype, str):
-        if dtype not in DTYPES:
-            raise DnncError(f"dtype={dtype!r}: expected one of {', '.join(DTYPES)} or a torch floating dtype")
-        dtype = DTYPES[dtype]
-    if dtype not in DTYPES.values():
-        raise DnncError(f"dtype={dtype}: expected one of {', '.join(DTYPES)} or a torch floating dtype")
+    dtype = float_dtype(dtype)
     if not isinstance(model, torch.nn.Module):
         raise DnncError("dtype=: an ExportedProgram keeps the dtypes it was exported with; pass the torch.nn.Module")
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
-    cast = tuple(x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
-    return copy.deepcopy(model).to(dtype), cast
+    return copy.deepcopy(model).to(dtype), cast_inputs(inputs, dtype)
 
 
 def _compile(

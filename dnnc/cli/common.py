@@ -11,13 +11,13 @@ import click
 import torch
 from rich.console import Console
 
+from dnnc.casting import FLOAT_DTYPES, cast_inputs
 from dnnc.errors import DnncError
 from dnnc.terminal import printable
 
 console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 STABLEHLO_SUFFIXES = (".mlir", ".mlirbc")
 """``dnnc compile x.mlir`` reads StableHLO (text, bytecode or a portable artifact)."""
@@ -55,7 +55,7 @@ def model_options(batch: bool = True) -> Callable[[Callable[..., Any]], Callable
             "--arg", "factory_args", multiple=True, metavar="KEY=VALUE", help="Argument for the model factory (repeatable)."
         ),
         click.option(
-            "--dtype", type=click.Choice(list(DTYPES)), default=None, help="Cast the model and its floating inputs first."
+            "--dtype", type=click.Choice(list(FLOAT_DTYPES)), default=None, help="Cast the model and its floating inputs first."
         ),
     ]
     if batch:
@@ -75,5 +75,4 @@ def load_model(
     module, inputs, name = from_factory(model, kwargs)
     if dtype is None:
         return module, inputs, name
-    cast = tuple(x.to(DTYPES[dtype]) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
-    return module.to(DTYPES[dtype]), cast, name
+    return module.to(FLOAT_DTYPES[dtype]), cast_inputs(inputs, FLOAT_DTYPES[dtype]), name

@@ -104,10 +104,9 @@ class _Padder:
             if moved is None:
                 break
             current, padded = user.results[0], moved
-        b = TcpBuilder.before(current.owner) if isinstance(current.owner, Operation) else None
-        assert b is not None
+        assert isinstance(current.owner, Operation)  # a product's result, or a result of the chain below it
         shape = shape_of(current)
-        cut = b.build(
+        cut = TcpBuilder.before(current.owner).build(
             tcp.SliceOp,
             [padded],
             starts=i64_array([0] * len(shape)),
