@@ -20,6 +20,7 @@ from dnnc.version import __version__
 
 if TYPE_CHECKING:
     from dnnc.api import compile, explain  # noqa: A004
+    from dnnc.bucketed import BucketedModule
     from dnnc.compiled import CompiledModule
     from dnnc.kernels import Binding, CustomKernel, PushConstant
     from dnnc.loading import load
@@ -28,6 +29,7 @@ _WHERE = {
     "compile": "api",
     "explain": "api",
     "CompiledModule": "compiled",
+    "BucketedModule": "bucketed",
     "load": "loading",
     "Binding": "kernels",
     "CustomKernel": "kernels",
@@ -40,4 +42,15 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
 
 
-__all__ = ["Binding", "CompiledModule", "CustomKernel", "DnncError", "PushConstant", "__version__", "compile", "explain", "load"]
+__all__ = [
+    "Binding",
+    "BucketedModule",
+    "CompiledModule",
+    "CustomKernel",
+    "DnncError",
+    "PushConstant",
+    "__version__",
+    "compile",
+    "explain",
+    "load",
+]

@@ -11,6 +11,7 @@ import torch
 from torch.export import ExportedProgram
 
 from dnnc import knobs
+from dnnc.bucketed import BucketedModule
 from dnnc.casting import cast_inputs, float_dtype
 from dnnc.collection import with_fewer_collections
 from dnnc.compiled import CompiledModule
@@ -31,7 +32,9 @@ def compile(  # noqa: A001 - the public name users expect
     partition: str | None = None,
     tuning_specs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     options: Mapping[str, Any] | None = None,
-) -> CompiledModule:
+    dynamic: Mapping[str, tuple[int, int]] | None = None,
+    buckets: Mapping[str, Sequence[int]] | Sequence[int] | None = None,
+) -> CompiledModule | BucketedModule:
     """Compile a PyTorch model (or an ExportedProgram) for the given example inputs.
 
     ``device``: ``auto`` (default), ``cpu``, ``cuda`` or ``cuda:<index>`` (the current
@@ -42,6 +45,14 @@ def compile(  # noqa: A001 - the public name users expect
     ``greedy``. ``tuning_specs``: spec files or directories whose decisions override the
     partitioner's, first wins. ``options``: any other setting by name (``knobs.Knobs``).
     Each is what the ``dnnc compile`` option of that name does.
+
+    ``dynamic``: ranges of sizes the module takes, ``{"batch": (1, 64)}`` (dimension 0
+    of every input) and ``{"seq": (16, 512)}`` (dimension 1 of every input of rank 2 or
+    more); the result is a ``BucketedModule`` holding one program per bucket.
+    ``buckets``: the sizes compiled (a list where one dimension is dynamic, else by
+    name), default powers of two and the range's high end; an input between buckets is
+    padded with zeros up to the next one and its outputs cut back. A model that fixes a
+    dynamic size is an error naming the op.
 
     A module this machine compiled before for the same inputs and settings is loaded
     from the compile cache instead (``compile_cache``: nothing exported, compiled or timed)."""
@@ -55,6 +66,12 @@ def compile(  # noqa: A001 - the public name users expect
     if dtype is not None:
         model, example_inputs = _cast(model, example_inputs, dtype)
     with knobs.override(**settings):
+        if dynamic is not None or buckets is not None:
+            from dnnc.bucket_compile import compile_bucketed
+
+            if dynamic is None:
+                raise DnncError("buckets= needs dynamic= (the ranges the buckets cover)")
+            return compile_bucketed(model, example_inputs, dynamic, buckets, lambda m, x: _compile(m, x, device, cuda_graph))
         return _compile(model, example_inputs, device, cuda_graph)
 
 

@@ -22,7 +22,51 @@ from dnnc.runtime.index_check import IndexCheck
 from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
 
 
-class CompiledModule:
+class InferenceModule:
+    """What a compiled module answers as an inference ``nn.Module`` would."""
+
+    device: str
+
+    def forward(self, *args: Any) -> Any:
+        """The same as calling the module (``nn.Module``'s spelling)."""
+        return self(*args)
+
+    def eval(self) -> InferenceModule:
+        """A compiled program is for inference already: itself."""
+        return self
+
+    def train(self, mode: bool = True) -> InferenceModule:
+        if mode:
+            raise DnncError("a compiled module runs inference only; train the PyTorch model and compile it again")
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> InferenceModule:
+        """Refused: a program is built for its device and dtypes (compile again, with
+        ``device=`` or ``dtype=``)."""
+        raise DnncError(
+            f"a compiled module stays on {self.device} with the dtypes it was compiled for; "
+            "compile the model again with device= or dtype="
+        )
+
+    def cuda(self, *args: Any, **kwargs: Any) -> InferenceModule:
+        return self.to("cuda")
+
+    def cpu(self) -> InferenceModule:
+        return self.to("cpu")
+
+    def half(self) -> InferenceModule:
+        return self.to(torch.float16)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Empty: the weights are part of the program (``save`` writes them), not state to load."""
+        return {}
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
+        """None: nothing in a compiled module trains."""
+        return iter(())
+
+
+class CompiledModule(InferenceModule):
     """A compiled program, called like the model it came from.
 
     Inputs (torch tensors, or arrays that speak DLPack) are checked against the
@@ -93,44 +137,6 @@ class CompiledModule:
         if self._index_check is not None:
             self._index_check.after_call()
         return self._structured(outputs)
-
-    def forward(self, *args: Any) -> Any:
-        """The same as calling the module (``nn.Module``'s spelling)."""
-        return self(*args)
-
-    def eval(self) -> CompiledModule:
-        """A compiled program is for inference already: itself."""
-        return self
-
-    def train(self, mode: bool = True) -> CompiledModule:
-        if mode:
-            raise DnncError("a compiled module runs inference only; train the PyTorch model and compile it again")
-        return self
-
-    def to(self, *args: Any, **kwargs: Any) -> CompiledModule:
-        """Refused: a program is built for its device and dtypes (compile again, with
-        ``device=`` or ``dtype=``)."""
-        raise DnncError(
-            f"a compiled module stays on {self.device} with the dtypes it was compiled for; "
-            "compile the model again with device= or dtype="
-        )
-
-    def cuda(self, *args: Any, **kwargs: Any) -> CompiledModule:
-        return self.to("cuda")
-
-    def cpu(self) -> CompiledModule:
-        return self.to("cpu")
-
-    def half(self) -> CompiledModule:
-        return self.to(torch.float16)
-
-    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Empty: the weights are part of the program (``save`` writes them), not state to load."""
-        return {}
-
-    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
-        """None: nothing in a compiled module trains."""
-        return iter(())
 
     def bind(self, *args: Any) -> Binding:
         """Bind the program to these input tensors for a loop that fills them and calls
@@ -213,11 +219,18 @@ class CompiledModule:
         or tuning again; a path ending in ``.mlir`` writes the IR instead."""
         if Path(path).suffix == ".mlir":
             return self.save_ir(path)
-        from dnnc.artifact.kernels import embed_user_kernels, kernel_records, portable_kernels
-        from dnnc.artifact.store import ArtifactContents, save_artifact
+        from dnnc.artifact.store import save_artifact
         from dnnc.paths import check_writable
 
         check_writable(path)
+        return save_artifact(self.artifact_contents(), path)
+
+    def artifact_contents(self) -> Any:
+        """What an artifact holds of this module (``artifact.store.ArtifactContents``):
+        a copy of the program with its user kernels embedded, its structure, kernel
+        records and summary."""
+        from dnnc.artifact.kernels import embed_user_kernels, kernel_records, portable_kernels
+        from dnnc.artifact.store import ArtifactContents
 
         structure = {
             "in_spec": _spec_text(self._in_spec),
@@ -233,7 +246,7 @@ class CompiledModule:
             kernels = kernel_records(executor)
             program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
         program = portable_kernels(program)
-        return save_artifact(ArtifactContents(program, self.target, structure, kernels, summary, files=files), path)
+        return ArtifactContents(program, self.target, structure, kernels, summary, files=files)
 
 
 def target_of(device: str) -> str:

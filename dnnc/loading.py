@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dnnc.compiled import CompiledModule, _spec_from_text
+from dnnc.compiled import CompiledModule, InferenceModule, _spec_from_text
 from dnnc.errors import ArtifactError
 from dnnc.report import CompileReport
 from dnnc.version import __version__
 
+if TYPE_CHECKING:
+    from dnnc.artifact.store import ArtifactContents
+
 
 def load(
     path: str | Path, *, device: str | None = None, cuda_graph: bool | None = None, trust_code: bool = False
-) -> CompiledModule:
-    """A module saved with ``CompiledModule.save``, ready to call: nothing is compiled
+) -> InferenceModule:
+    """A module saved with ``save`` (a ``CompiledModule``, or a ``BucketedModule`` for an
+    artifact of several buckets), ready to call: nothing is compiled
     again from the model and no plan or config is timed (cuDNN plans are rebuilt from
     their recorded engines, Triton kernels generated again from the IR and their
     recorded configs).
@@ -30,7 +35,6 @@ def load(
     """
     from dnnc.artifact.store import read_artifact
     from dnnc.artifact.target import runtime_device
-    from dnnc.backends.interface import Recorded
 
     if not isinstance(path, (str, os.PathLike)):
         raise ArtifactError(f"dnnc.load takes the path of a .dnnc artifact, got {type(path).__name__}")
@@ -41,8 +45,25 @@ def load(
     if trust_code:
         from dnnc.kernels.reference import trust_references
 
-        trust_references(contents.program)
+        for _, entry in contents.buckets or [("", contents)]:
+            trust_references(entry.program)
     where = runtime_device(contents.target, device, Path(path))
+    if contents.buckets is None:
+        return _module(contents, path, where, report, cuda_graph)
+    from dnnc.bucketed import BucketedModule
+    from dnnc.runtime.sharing import SharedMemory, sharing
+
+    plan = contents.manifest.plan  # type: ignore[union-attr]
+    with sharing(SharedMemory()):  # the largest bucket first: its arena is the one shared
+        modules = {plan.key_of(label): _module(entry, path, where, report, cuda_graph) for label, entry in contents.buckets}
+    return BucketedModule(plan, modules)
+
+
+def _module(
+    contents: ArtifactContents, path: str | Path, where: str, report: CompileReport, cuda_graph: bool | None
+) -> CompiledModule:
+    from dnnc.backends.interface import Recorded
+
     recorded = None
     if where == "cuda":
         written_by = contents.manifest.data.get("dnnc") if contents.manifest is not None else None

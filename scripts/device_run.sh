@@ -42,6 +42,9 @@
 #              default conv-block-b1; bench/call_overhead.py)
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
 #              calls ($PROFILE_WORKLOADS, default resnet50-b1; bench/compile_profile.py)
+#   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
+#              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
+#              $BUCKET_VARIANTS picks; bench/buckets.py)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -149,6 +152,12 @@ for step in $steps; do
     step-profile)
       python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" --out "$OUT" 2>&1 \
         | tee "$OUT/step-profile.log" || status=1 ;;
+    buckets)
+      for w in ${BUCKET_WORKLOADS:-resnet50 bert-batch bert-seq}; do
+        # shellcheck disable=SC2086
+        python3 bench/buckets.py --workload "$w" ${BUCKET_VARIANTS:+--variants "$BUCKET_VARIANTS"} ${BUCKET_NAME:+--name "$w-$BUCKET_NAME"} \
+          --out "$OUT" 2>&1 | tee "$OUT/buckets-$w.log" || status=1
+      done ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

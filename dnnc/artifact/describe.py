@@ -7,6 +7,7 @@ from typing import Any
 
 from xdsl.dialects import func
 
+from dnnc.artifact.manifest import specs_from_json
 from dnnc.artifact.store import ArtifactContents
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, group_attr
 from dnnc.ir import extern, tcp
@@ -48,7 +49,29 @@ def describe(contents: ArtifactContents) -> dict[str, Any]:
         "device_name": contents.summary.get("device_name"),
         "user_kernels": user_kernels(contents),
         "decisions": contents.program.metadata.get("decisions"),
+        **({"buckets": buckets(contents)} if contents.buckets else {}),
     }
+
+
+def buckets(contents: ArtifactContents) -> dict[str, Any]:
+    """A bucketed artifact's ranges and, per bucket, its signature, ops per backend,
+    memory plan and decisions (each bucket is partitioned for its own shapes)."""
+    assert contents.manifest is not None and contents.buckets is not None
+    plan = contents.manifest.plan
+    entries = []
+    for index, (label, entry) in enumerate(contents.buckets):
+        listed = contents.manifest.bucket_field(index)
+        entries.append(
+            {
+                "label": label,
+                "inputs": [s.describe() for s in specs_from_json(listed["inputs"])],
+                "outputs": [s.describe() for s in specs_from_json(listed["outputs"])],
+                "ops_by_backend": ops_by_backend(entry),
+                "memory_peak_bytes": entry.summary.get("memory_peak_bytes"),
+                "decisions": entry.program.metadata.get("decisions"),
+            }
+        )
+    return {"ranges": [r.text() for r in plan.ranges.values()], "plan": plan.to_json(), "entries": entries}
 
 
 def user_kernels(contents: ArtifactContents) -> dict[str, Any]:

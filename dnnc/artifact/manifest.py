@@ -62,7 +62,32 @@ class Manifest:
         return [s.get("name") for s in self.data[field]]
 
     def _specs(self, field: str) -> list[TensorSpec]:
-        return [TensorSpec(tuple(s["shape"]), _DTYPES[s["dtype"]]) for s in self.data[field]]
+        return specs_from_json(self.data[field])
+
+    @property
+    def plan(self) -> Any:
+        """A bucketed artifact's ``BucketPlan``; None for one shape."""
+        from dnnc.buckets import BucketPlan
+
+        buckets = self.data.get("buckets")
+        return None if buckets is None else BucketPlan.from_json(buckets["plan"], f"artifact {self.source}")
+
+    def bucket_entries(self) -> list[tuple[str, str]]:
+        """(label, member prefix) of every bucket, the largest first; one unnamed entry
+        with no prefix for an artifact of one shape."""
+        buckets = self.data.get("buckets")
+        if buckets is None:
+            return [("", "")]
+        return [(e["label"], e["prefix"]) for e in buckets["entries"]]
+
+    def bucket_field(self, index: int) -> dict[str, Any]:
+        """The ``inputs``, ``outputs`` and ``summary`` of bucket ``index`` (the manifest's own for one shape)."""
+        buckets = self.data.get("buckets")
+        return self.data if buckets is None else buckets["entries"][index]
+
+
+def specs_from_json(specs: list[dict[str, Any]]) -> list[TensorSpec]:
+    return [TensorSpec(tuple(s["shape"]), _DTYPES[s["dtype"]]) for s in specs]
 
 
 def _field_error(source: Path, field: str, expected: str, got: Any) -> ArtifactError:
@@ -77,7 +102,7 @@ def _require(data: dict[str, Any], source: Path, field: str, kind: type | tuple[
     return data[field]
 
 
-def _check_specs(data: dict[str, Any], source: Path, field: str) -> None:
+def _check_specs(data: dict[str, Any], source: Path, field: str, within: str = "") -> None:
     for i, s in enumerate(_require(data, source, field, list, "a list of {shape, dtype}")):
         ok = (
             isinstance(s, dict)
@@ -88,7 +113,10 @@ def _check_specs(data: dict[str, Any], source: Path, field: str) -> None:
         )
         if not ok:
             raise _field_error(
-                source, f"{field}[{i}]", f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}, name: an optional string}}", s
+                source,
+                f"{within + '.' if within else ''}{field}[{i}]",
+                f"{{shape: [ints], dtype: one of {', '.join(_DTYPES)}, name: an optional string}}",
+                s,
             )
 
 
@@ -113,6 +141,37 @@ def _check_summary(data: dict[str, Any], source: Path) -> None:
             raise _field_error(source, f"summary.{name}", expected, summary[name])
     if not all(isinstance(f, dict) for f in summary.get("fallbacks", [])):
         raise _field_error(source, "summary.fallbacks", "a list of objects", summary["fallbacks"])
+
+
+def _check_buckets(data: dict[str, Any], source: Path) -> None:
+    """A bucketed artifact's plan and entries: one entry per bucket of the plan, the
+    largest first with the top-level program, each other under ``buckets/<label>/``."""
+    from dnnc.buckets import BucketPlan
+    from dnnc.errors import DnncError
+
+    buckets = data["buckets"]
+    if not isinstance(buckets, dict) or not isinstance(buckets.get("entries"), list):
+        raise _field_error(source, "buckets", "an object {plan, entries}", buckets)
+    try:
+        plan = BucketPlan.from_json(buckets.get("plan"), f"artifact {source}: manifest field 'buckets.plan'")
+    except DnncError as e:
+        raise ArtifactError(str(e)) from None
+    labels = [plan.label(k) for k in plan.buckets()]
+    entries = buckets["entries"]
+    for i, entry in enumerate(entries):
+        where = f"buckets.entries[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("label"), str):
+            raise _field_error(source, where, "an object {label, prefix, inputs, outputs, summary}", entry)
+        expected = "" if i == 0 else f"buckets/{entry['label']}/"
+        if entry.get("prefix") != expected:
+            raise _field_error(source, f"{where}.prefix", repr(expected), entry.get("prefix"))
+        _check_specs(entry, source, "inputs", where)
+        _check_specs(entry, source, "outputs", where)
+        _check_summary(entry, source)
+    if [e["label"] for e in entries] != labels:
+        raise _field_error(
+            source, "buckets.entries", f"one entry per bucket, in the order {labels}", [e["label"] for e in entries]
+        )
 
 
 def _check_dnnc_version(written: str, source: Path) -> None:
@@ -157,6 +216,8 @@ def parse_manifest(raw: bytes, source: Path) -> Manifest:
     if not isinstance(data.get("versions", {}), dict):
         raise _field_error(source, "versions", "an object of library -> version", data["versions"])
     _check_summary(data, source)
+    if "buckets" in data:
+        _check_buckets(data, source)
     _check_dnnc_version(written, source)
     return Manifest(data, source)
 

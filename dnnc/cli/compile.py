@@ -48,6 +48,21 @@ from dnnc.terminal import print_plain
     type=click.Path(exists=True, path_type=Path),
     help="A tuning-spec file or directory whose decisions override the partitioner's (repeatable, first wins).",
 )
+@click.option(
+    "--dynamic",
+    multiple=True,
+    metavar="NAME=LOW..HIGH",
+    help="A range of sizes the artifact takes: batch=1..64 (dimension 0 of every input), seq=16..512 "
+    "(dimension 1 of inputs of rank 2+); repeatable. One program is compiled per bucket.",
+)
+@click.option(
+    "--buckets",
+    "bucket_sizes",
+    multiple=True,
+    metavar="SIZES",
+    help="The bucket sizes for --dynamic: 1,8,32,64 (or batch=1,8,64 where several are dynamic); "
+    "default powers of two and the range's high end.",
+)
 @click.option("--check/--no-check", default=True, show_default=True, help="Compare with PyTorch eager on fresh random inputs.")
 @user_errors
 def compile_command(
@@ -60,6 +75,8 @@ def compile_command(
     dump_dir: Path | None,
     partition: str | None,
     tuning_specs: tuple[Path, ...],
+    dynamic: tuple[str, ...],
+    bucket_sizes: tuple[str, ...],
     check: bool,
 ) -> None:
     """Compile MODEL (path/to/file.py:factory, package.module:factory, or a StableHLO
@@ -78,7 +95,10 @@ def compile_command(
         check_writable(output)
     specs = os.pathsep.join(str(p) for p in tuning_specs) or None
     settings = {k: v for k, v in {"dump_dir": dump_dir, "partition": partition, "tuning_specs": specs}.items() if v is not None}
+    ranges, chosen = _ranges(dynamic, bucket_sizes)
     if Path(model).suffix in STABLEHLO_SUFFIXES:
+        if ranges:
+            raise click.UsageError("--dynamic takes a PyTorch model factory; a StableHLO file is compiled for its static shapes")
         with knobs.override(**settings):
             _compile_stablehlo(Path(model), output, device, check)
         return
@@ -87,15 +107,49 @@ def compile_command(
             started = time.perf_counter()
             module, inputs, name = load_model(model, factory_args, dtype, batch)
         console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
-        compiled = _compile_showing_progress(name, lambda: dnnc.compile(module, inputs, device=device))
-    output = output or Path(f"{name}.mlir")
+        dynamic_args = {"dynamic": ranges, "buckets": chosen} if ranges else {}
+        compiled = _compile_showing_progress(name, lambda: dnnc.compile(module, inputs, device=device, **dynamic_args))
+    output = output or Path(f"{name}.dnnc" if ranges else f"{name}.mlir")
     with console.status(f"writing {output}"):
         compiled.save(output)
     print_summary(compiled, output)
     if check:
-        with console.status("checking against PyTorch eager"):
-            verdict = check_against_eager(compiled, module, inputs)
-        report_check(verdict)
+        for shown, example in checked_inputs(compiled, inputs):
+            with console.status(f"checking against PyTorch eager{shown}"):
+                verdict = check_against_eager(compiled, module, example)
+            report_check(verdict, shown)
+
+
+def _ranges(dynamic: tuple[str, ...], bucket_sizes: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, list[int]] | None]:
+    """``--dynamic`` as ``dnnc.compile``'s ``dynamic`` (name -> (low, high)) and ``--buckets`` as its ``buckets``."""
+    from dnnc.buckets import parse_sizes, ranges_of
+
+    if bucket_sizes and not dynamic:
+        raise click.UsageError("--buckets needs --dynamic (the range the buckets cover)")
+    ranges = ranges_of(list(dynamic))
+    chosen: dict[str, list[int]] = {}
+    for text in bucket_sizes:
+        chosen.update(parse_sizes(text, ranges))
+    return {n: (r.low, r.high) for n, r in ranges.items()}, chosen or None
+
+
+def checked_inputs(compiled: Any, inputs: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
+    """What the check runs: the example inputs; for a bucketed module also inputs one
+    below its largest bucket (padded), labelled by their sizes."""
+    from dnnc.bucketed import BucketedModule
+    from dnnc.buckets import resized
+
+    if not isinstance(compiled, BucketedModule):
+        return [("", inputs)]
+    plan = compiled.plan
+    checks = [(f" at {plan.label(plan.measure(inputs))}", inputs)]
+    largest = plan.buckets()[0]
+    below = tuple(max(s - 1, plan.ranges[n].low) for n, s in zip(plan.names, largest))
+    if below != largest and below != plan.measure(inputs):
+        sizes = dict(zip(plan.names, below))
+        padded = tuple(resized(x, a, sizes) for x, a in zip(inputs, plan.input_axes))
+        checks.append((f" at {plan.label(below)}, padded to {plan.label(largest)}", padded))
+    return checks
 
 
 def _compile_stablehlo(path: Path, output: Path | None, device: str | None, check: bool) -> None:
@@ -127,17 +181,29 @@ def _compile_showing_progress(name: str, compile_it: Callable[[], Any]) -> Any:
         progress.watching(lambda p: status.update(f"compiling {escape(name)}: {escape(p.line())}")) as counts,
     ):
         compiled = compile_it()
-    reused = " (an earlier compile, from the compile cache)" if compiled.report.reused else ""
-    done = [f"compiled {name} in {time.perf_counter() - started:.1f} s{reused}"]
+    programs = _programs(compiled)
+    reused = " (an earlier compile, from the compile cache)" if all(m.report.reused for _, m in programs) else ""
+    buckets = f" for {len(programs)} buckets" if len(programs) > 1 else ""
+    done = [f"compiled {name}{buckets} in {time.perf_counter() - started:.1f} s{reused}"]
     if counts.to_time:
         done.append(f"{counts.timed} candidate groups timed")
     if counts.kernels:
         done.append(f"{counts.kernels} kernels built")
     print_plain(console, ", ".join(done))
-    decided = decisions_line(compiled.program.metadata.get("decisions"))
-    if decided:
-        print_plain(console, decided)
+    for label, module in programs:
+        decided = decisions_line(module.program.metadata.get("decisions"))
+        if decided:
+            print_plain(console, f"{label}: {decided}" if label else decided)
     return compiled
+
+
+def _programs(compiled: Any) -> list[tuple[str, Any]]:
+    """(bucket label, its CompiledModule) of a bucketed module, the largest first; ("", it) of one program."""
+    from dnnc.bucketed import BucketedModule
+
+    if isinstance(compiled, BucketedModule):
+        return [(compiled.plan.label(k), m) for k, m in compiled.modules.items()]
+    return [("", compiled)]
 
 
 def decisions_line(record: Any) -> str | None:
@@ -157,6 +223,9 @@ def decisions_line(record: Any) -> str | None:
 
 
 def print_summary(compiled: Any, output: Path) -> None:
+    programs = _programs(compiled)
+    whole = compiled
+    compiled = programs[0][1]
     program: Program = compiled.program
     stages = Table(title="stages", title_justify="left")
     for column in ("stage", "seconds", "ops"):
@@ -173,6 +242,12 @@ def print_summary(compiled: Any, output: Path) -> None:
         ", ".join(describe(t) for t in program.input_types) + " -> " + ", ".join(describe(t) for t in program.output_types)
     )
     console.print(f"signature: {signature}")
+    if len(programs) > 1:
+        plan = whole.plan
+        ranges = ", ".join(r.text() for r in plan.ranges.values())
+        console.print(
+            f"buckets: {', '.join(label for label, _ in programs)} (ranges {ranges}; signature above: {programs[0][0]})"
+        )
     console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
     if compiled.device == "cuda":
         summary = compiled.summary()
@@ -187,16 +262,16 @@ def print_summary(compiled: Any, output: Path) -> None:
     if output.suffix == ".mlir":
         console.print(f"wrote {output} and {params_path_for(output)}")
     else:
-        peak = compiled.memory_peak_bytes
+        peak = whole.memory_peak_bytes
         arena = f"; memory plan peak {peak / 1e6:.1f} MB" if peak is not None else ""
         console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB, target {compiled.target}{arena})")
 
 
-def report_check(verdict: Verdict) -> None:
+def report_check(verdict: Verdict, where: str = "") -> None:
     """Print whether every output matched; fail the command if one did not."""
     shown = "[green]matches[/green]" if verdict.ok else "[red]DIFFERS from[/red]"
     console.print(
-        f"check: {shown} {verdict.against} on fresh random inputs (largest relative error {verdict.worst:.2e}; "
+        f"check: {shown} {verdict.against} on fresh random inputs{where} (largest relative error {verdict.worst:.2e}; "
         f"tolerance {verdict.tolerance_text()})"
     )
     if not verdict.ok:

@@ -130,16 +130,36 @@ def _run_artifact(
 ) -> tuple[list, list]:
     import torch.utils._pytree as pytree
 
+    from dnnc.bucketed import BucketedModule
+    from dnnc.ir.types import tensor_type
     from dnnc.loading import load
     from dnnc.runtime.signature import check_inputs
 
     module = load(path, device=device, trust_code=trust_code)
-    check_inputs(module.input_specs, metas)  # before any input is built or moved to the device
-    _check_output_count(n_outputs, module.program)
+    if isinstance(module, BucketedModule):
+        plan = module.plan
+        bucket = plan.bucket_for(plan.measure(metas))  # sizes in range, before anything is built
+        console.print(f"[dim]bucket {plan.label(bucket)}[/dim]")
+        sizes = dict(zip(plan.names, bucket))
+        program = module.modules[bucket].program
+        check_inputs(module.modules[bucket].input_specs, [_at_sizes(m, a, sizes) for m, a in zip(metas, plan.input_axes)])
+    else:
+        check_inputs(module.input_specs, metas)  # before any input is built or moved to the device
+        program = module.program
+    _check_output_count(n_outputs, program)
     results = pytree.tree_leaves(module(*[t.to(module.device) for t in build()]))
     if module.device == "cuda":
         console.print(f"[dim]ran on the GPU ({torch.cuda.get_device_name()}), target {module.target}[/dim]")
-    return [r.cpu() for r in results], module.program.output_types
+    return [r.cpu() for r in results], [tensor_type(tuple(r.shape), r.dtype) for r in results]
+
+
+def _at_sizes(meta: torch.Tensor, axes: dict[str, int], sizes: dict[str, int]) -> torch.Tensor:
+    """``meta`` (an input's shape and dtype) as padded to a bucket's sizes."""
+    shape = list(meta.shape)
+    for name, axis in axes.items():
+        if axis < len(shape):
+            shape[axis] = sizes[name]
+    return torch.empty(shape, dtype=meta.dtype, device="meta")
 
 
 def _preview(t: torch.Tensor, count: int = 8) -> str:
@@ -160,33 +180,70 @@ def _preview(t: torch.Tensor, count: int = 8) -> str:
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True, help="Untimed calls first.")
 @click.option("--cuda-graph/--no-cuda-graph", default=None, help="Replay as a CUDA graph (default: knob cuda_graph).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object (every percentile, each call's time).")
+@click.option(
+    "--batch",
+    "batches",
+    default=None,
+    metavar="N,N,...",
+    help="Batch sizes to time, one after the other (an artifact compiled with --dynamic batch=...).",
+)
+@click.option("--seq", "seqs", default=None, metavar="N,N,...", help="Sequence lengths to time (--dynamic seq=...).")
 @user_errors
 def bench_command(
-    artifact: Path, device: str | None, iterations: int, warmup: int, cuda_graph: bool | None, as_json: bool
+    artifact: Path,
+    device: str | None,
+    iterations: int,
+    warmup: int,
+    cuda_graph: bool | None,
+    as_json: bool,
+    batches: str | None,
+    seqs: str | None,
 ) -> None:
     """Latency (p50, p90, p99), throughput and peak memory of an artifact on fresh random inputs."""
     import json
 
     from dnnc.loading import load
-    from dnnc.runtime.bench import bench
+    from dnnc.runtime.bench import bench, sizes_to_time
 
     with console.status(f"loading {artifact}"):
         module = load(artifact, device=device, cuda_graph=cuda_graph)
-    with console.status(f"timing {iterations} calls"):
-        result = bench(module, iterations, warmup)
+    runs = sizes_to_time(module, {"batch": _sizes(batches, "--batch"), "seq": _sizes(seqs, "--seq")})
     where = f"GPU ({torch.cuda.get_device_name()})" if module.device == "cuda" else "CPU reference backend (not the GPU kernels)"
+    results = []
+    for label, specs in runs:
+        with console.status(f"timing {iterations} calls{' at ' + label if label else ''}"):
+            results.append((label, bench(module, iterations, warmup, specs)))
     if as_json:
-        out.print_json(json.dumps({**result.as_json(), "device": where, "times_ms": result.times_ms}))
+        shown = [
+            {**r.as_json(), "device": where, "times_ms": r.times_ms, **({"sizes": label} if label else {})}
+            for label, r in results
+        ]
+        out.print_json(json.dumps(shown[0] if len(shown) == 1 and not runs[0][0] else shown))
         return
     out.print(f"backend: {where}")
-    out.print(
-        f"latency: p50 {result.percentile_ms(50):.3f} ms, p90 {result.percentile_ms(90):.3f} ms, "
-        f"p99 {result.percentile_ms(99):.3f} ms over {result.iterations} calls"
-    )
-    out.print(f"throughput: {result.items_per_s:.1f} items/s (batch {result.batch})")
+    for label, result in results:
+        at = f"{label}: " if label else ""
+        out.print(
+            f"{at}latency: p50 {result.percentile_ms(50):.3f} ms, p90 {result.percentile_ms(90):.3f} ms, "
+            f"p99 {result.percentile_ms(99):.3f} ms over {result.iterations} calls"
+        )
+        out.print(f"{at}throughput: {result.items_per_s:.1f} items/s (batch {result.batch})")
+    result = results[-1][1]
     out.print(f"peak memory: {result.peak_bytes / 1e6:.1f} MB ({result.peak_kind})")
     if module.memory_peak_bytes is not None:
         out.print(f"memory plan (arena for intermediates): {module.memory_peak_bytes / 1e6:.1f} MB")
+
+
+def _sizes(text: str | None, option: str) -> list[int]:
+    if text is None:
+        return []
+    try:
+        sizes = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected sizes separated by commas, like 1,7,32; got {text!r}", param_hint=option) from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter(f"expected sizes of 1 or more, got {text!r}", param_hint=option)
+    return sizes
 
 
 @click.command("inspect")
@@ -231,6 +288,16 @@ def _inspect_lines(artifact: Path, facts: dict[str, Any]) -> list[str]:
         f"parameters: {facts['parameters']['tensors']} tensors, {facts['parameters']['bytes'] / 1e6:.1f} MB",
         f"memory plan peak: {peak / 1e6:.1f} MB" if peak is not None else "memory plan peak: none (reference backend)",
     ]
+    buckets = facts.get("buckets")
+    if buckets:
+        lines.append(
+            f"buckets: {len(buckets['entries'])} over {p(', '.join(buckets['ranges']))} (the signature above is the largest's)"
+        )
+        for b in buckets["entries"]:
+            ops = ", ".join(f"{p(k)} {v}" for k, v in sorted(b["ops_by_backend"].items()))
+            peak_b = b["memory_peak_bytes"]
+            arena = f"; memory plan peak {peak_b / 1e6:.1f} MB" if peak_b is not None else ""
+            lines.append(f"  {p(b['label'])}: inputs {p(', '.join(b['inputs']))}; {ops}{arena}")
     for f in facts["fallbacks"]:
         lines.append(f"fallback: {p(f.get('backend'))} group {p(f.get('kind'))}: {p(f.get('reason'))}")
     for name, k in facts["user_kernels"].items():

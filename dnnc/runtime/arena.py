@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
+from dnnc.runtime import sharing
 from dnnc.runtime.gpu_executor import GpuExecutor, Step
 from dnnc.runtime.memory_plan import MemoryPlan, plan_memory
 from dnnc.runtime.outputs import owned_copy
@@ -69,7 +70,11 @@ class ArenaRunner:
         self.executor = executor
         buffers, lifetimes = buffer_lifetimes(executor.steps, executor._returned)
         self.plan: MemoryPlan = plan_memory([b.nbytes for b in buffers], lifetimes)
-        self.arena = torch.empty(max(self.plan.peak, 1), dtype=torch.uint8, device=executor.device)
+        shared = sharing.current()
+        if shared is not None:
+            self.arena = shared.arena(self.plan.peak, executor.device)
+        else:
+            self.arena = torch.empty(max(self.plan.peak, 1), dtype=torch.uint8, device=executor.device)
         self._outputs: dict[int, list[torch.Tensor]] = {}
         self._returned: list[tuple[int, int]] = []
         """(step, result) of every buffer a returned value may live in."""

@@ -79,12 +79,48 @@ def batch_of(specs: Sequence[TensorSpec]) -> int:
     return next((s.shape[0] for s in specs if s.shape), 1)
 
 
-def bench(module: Any, iterations: int = 20, warmup: int = 3) -> BenchResult:
-    """``module``: a ``CompiledModule``; inputs are fresh random tensors of its signature."""
+def sizes_to_time(module: Any, wanted: dict[str, list[int]]) -> list[tuple[str, list[TensorSpec] | None]]:
+    """The inputs ``dnnc bench --batch/--seq`` times: per combination of the sizes
+    asked for, its label and input specs (the largest bucket's, resized); one run of
+    the module's own signature when none are asked for."""
+    import itertools
+
+    from dnnc.errors import DnncError
+
+    asked = {n: s for n, s in wanted.items() if s}
+    if not asked:
+        return [("", None)]
+    plan = getattr(module, "plan", None)
+    if plan is None:
+        raise DnncError(f"--{next(iter(asked))}: the artifact was compiled for one shape; compile with --dynamic to time others")
+    for name in asked:
+        if name not in plan.names:
+            raise DnncError(f"--{name}: the artifact's dynamic dimensions are {', '.join(plan.names)}")
+    largest = dict(zip(plan.names, plan.buckets()[0]))
+    runs = []
+    for combo in itertools.product(*(asked.get(n, [largest[n]]) for n in plan.names)):
+        sizes = dict(zip(plan.names, combo))
+        plan.measure([_meta(s, a, sizes) for s, a in zip(module.input_specs, plan.input_axes)])  # in range
+        specs = [TensorSpec(_meta(s, a, sizes).shape, s.dtype) for s, a in zip(module.input_specs, plan.input_axes)]
+        runs.append((plan.label(combo), specs))
+    return runs
+
+
+def _meta(spec: TensorSpec, axes: dict[str, int], sizes: dict[str, int]) -> torch.Tensor:
+    shape = list(spec.shape)
+    for name, axis in axes.items():
+        shape[axis] = sizes[name]
+    return torch.empty(shape, dtype=spec.dtype, device="meta")
+
+
+def bench(module: Any, iterations: int = 20, warmup: int = 3, specs: Sequence[TensorSpec] | None = None) -> BenchResult:
+    """``module``: a ``CompiledModule`` (or ``BucketedModule``); inputs are fresh random
+    tensors of its signature, or of ``specs``."""
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
-    inputs = random_inputs(module.input_specs, module.device)
-    batch = batch_of(module.input_specs)
+    specs = list(module.input_specs) if specs is None else list(specs)
+    inputs = random_inputs(specs, module.device)
+    batch = batch_of(specs)
     on_gpu = module.device == "cuda"
     if on_gpu:
         torch.cuda.synchronize()

@@ -41,11 +41,19 @@ from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
+from dnnc.runtime import sharing
 from dnnc.runtime.index_check import IndexCheck
 from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of
 from dnnc.runtime.kernel_backends import precompile as precompile_kernels
 
 log = logging.getLogger("dnnc.gpu")
+
+
+def _upload(value: torch.Tensor, op: Any, device: torch.device, shared: sharing.SharedMemory | None) -> torch.Tensor:
+    dtype = torch_dtype(element_of(op.result))
+    if shared is not None:
+        return shared.upload(op.param_name, value, device, dtype)
+    return value.to(device, dtype).contiguous()
 
 
 class _TorchEnv:
@@ -136,10 +144,8 @@ class GpuExecutor:
         self.device = torch.device(device)
         self._give_back = give_back
         self.context = BuildContext(self.device, recorded, program.base_dir)
-        params = {
-            op.param_name: program.params[op.param_name].to(self.device, torch_dtype(element_of(op.result))).contiguous()
-            for op in program.param_ops()
-        }
+        shared = sharing.current()
+        params = {op.param_name: _upload(program.params[op.param_name], op, self.device, shared) for op in program.param_ops()}
         self.env = _TorchEnv(params, self.device)
         self.fallbacks: list[Fallback] = []
         self.block = program.entry.body.block

@@ -1,0 +1,54 @@
+"""``dnnc.compile(..., dynamic=...)``: a model compiled for ranges of input sizes.
+
+The model is exported once with the ranges as symbolic sizes (the check that it
+takes them, and where its outputs' sizes follow: ``frontend.dynamic_export``), then
+compiled once per bucket, each bucket from example inputs resized to it, the largest
+first. Each bucket is partitioned and tuned for its own shapes, so decisions may
+differ between buckets (each bucket's ``metadata`` holds its own). On a GPU the
+buckets share their weights and memory arena (``runtime.sharing``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from dnnc import buckets as bk
+from dnnc.bucketed import BucketedModule
+from dnnc.errors import DnncError
+
+log = logging.getLogger("dnnc")
+
+
+def compile_bucketed(
+    model: torch.nn.Module,
+    example_inputs: Sequence[Any] | torch.Tensor,
+    dynamic: Mapping[str, Any] | Sequence[str],
+    chosen: Mapping[str, Sequence[int]] | Sequence[int] | None,
+    compile_one: Any,
+) -> BucketedModule:
+    """``compile_one(model, inputs)``: the ``CompiledModule`` of one bucket."""
+    from dnnc.frontend.dynamic_export import output_axes
+    from dnnc.runtime.sharing import SharedMemory, sharing
+
+    if not isinstance(model, torch.nn.Module):
+        raise DnncError("dynamic=: pass the torch.nn.Module (an ExportedProgram is compiled for the shapes it was exported with)")
+    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    if not inputs:
+        raise DnncError("dynamic=: compiling a model for ranges of shapes needs example inputs")
+    ranges = bk.ranges_of(dynamic)
+    axes = bk.input_axes(list(ranges), inputs)
+    plan = bk.BucketPlan(ranges, bk.bucket_sizes(ranges, chosen), axes)
+    plan.output_axes = output_axes(model, inputs, ranges, axes)
+    modules = {}
+    with sharing(SharedMemory()) as shared:
+        for i, key in enumerate(plan.buckets()):
+            sizes = dict(zip(plan.names, key))
+            log.info("dnnc: bucket %s (%d of %d)", plan.label(key), i + 1, len(plan.buckets()))
+            modules[key] = compile_one(model, tuple(bk.resized(x, a, sizes) for x, a in zip(inputs, axes)))
+        if shared.reused_bytes:
+            log.info("dnnc: %d MB of weights shared between buckets", shared.reused_bytes >> 20)
+    return BucketedModule(plan, modules)
