@@ -34,6 +34,7 @@ def compile(  # noqa: A001 - the public name users expect
     options: Mapping[str, Any] | None = None,
     dynamic: Mapping[str, tuple[int, int]] | None = None,
     buckets: Mapping[str, Sequence[int]] | Sequence[int] | None = None,
+    lazy_buckets: bool = False,
 ) -> CompiledModule | BucketedModule:
     """Compile a PyTorch model (or an ExportedProgram) for the given example inputs.
 
@@ -52,7 +53,8 @@ def compile(  # noqa: A001 - the public name users expect
     ``buckets``: the sizes compiled (a list where one dimension is dynamic, else by
     name), default powers of two and the range's high end; an input between buckets is
     padded with zeros up to the next one and its outputs cut back. A model that fixes a
-    dynamic size is an error naming the op.
+    dynamic size is an error naming the op. ``lazy_buckets``: compile the example's
+    bucket now and every other on the first call that needs it.
 
     A module this machine compiled before for the same inputs and settings is loaded
     from the compile cache instead (``compile_cache``: nothing exported, compiled or timed)."""
@@ -71,7 +73,9 @@ def compile(  # noqa: A001 - the public name users expect
 
             if dynamic is None:
                 raise DnncError("buckets= needs dynamic= (the ranges the buckets cover)")
-            return compile_bucketed(model, example_inputs, dynamic, buckets, lambda m, x: _compile(m, x, device, cuda_graph))
+            return compile_bucketed(
+                model, example_inputs, dynamic, buckets, lambda m, x: _compile(m, x, device, cuda_graph), lazy=lazy_buckets
+            )
         return _compile(model, example_inputs, device, cuda_graph)
 
 

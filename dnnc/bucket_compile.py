@@ -29,8 +29,11 @@ def compile_bucketed(
     dynamic: Mapping[str, Any] | Sequence[str],
     chosen: Mapping[str, Sequence[int]] | Sequence[int] | None,
     compile_one: Any,
+    lazy: bool = False,
 ) -> BucketedModule:
-    """``compile_one(model, inputs)``: the ``CompiledModule`` of one bucket."""
+    """``compile_one(model, inputs)``: the ``CompiledModule`` of one bucket. ``lazy``:
+    compile the bucket of the example inputs now and each other bucket on the first
+    call that needs it (as torch.compile compiles a new shape on its first call)."""
     from dnnc.frontend.dynamic_export import output_axes
     from dnnc.runtime.sharing import SharedMemory, sharing
 
@@ -43,12 +46,18 @@ def compile_bucketed(
     axes = bk.input_axes(list(ranges), inputs)
     plan = bk.BucketPlan(ranges, bk.bucket_sizes(ranges, chosen), axes)
     plan.output_axes = output_axes(model, inputs, ranges, axes)
-    modules = {}
-    with sharing(SharedMemory()) as shared:
-        for i, key in enumerate(plan.buckets()):
-            sizes = dict(zip(plan.names, key))
-            log.info("dnnc: bucket %s (%d of %d)", plan.label(key), i + 1, len(plan.buckets()))
-            modules[key] = compile_one(model, tuple(bk.resized(x, a, sizes) for x, a in zip(inputs, axes)))
-        if shared.reused_bytes:
-            log.info("dnnc: %d MB of weights shared between buckets", shared.reused_bytes >> 20)
+    shared = SharedMemory()
+
+    def build(key: bk.Key) -> Any:
+        sizes = dict(zip(plan.names, key))
+        log.info("dnnc: bucket %s", plan.label(key))
+        with sharing(shared):
+            return compile_one(model, tuple(bk.resized(x, a, sizes) for x, a in zip(inputs, axes)))
+
+    if lazy:
+        first = plan.bucket_for(plan.measure(inputs))
+        return BucketedModule(plan, {first: build(first)}, build)
+    modules = {key: build(key) for key in plan.buckets()}  # the largest first: its arena is the one shared
+    if shared.reused_bytes:
+        log.info("dnnc: %d MB of weights shared between buckets", shared.reused_bytes >> 20)
     return BucketedModule(plan, modules)

@@ -13,7 +13,7 @@ Imports nothing of the compiler: a bucketed artifact runs without it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,22 @@ class BucketedModule(InferenceModule):
     """Called like the model; ``plan`` says the ranges and buckets, ``modules`` holds
     each bucket's compiled program."""
 
-    def __init__(self, plan: BucketPlan, modules: Mapping[Key, CompiledModule]):
+    def __init__(
+        self, plan: BucketPlan, modules: Mapping[Key, CompiledModule], build: Callable[[Key], CompiledModule] | None = None
+    ):
+        """``build``: compiles a bucket the first time an input needs it (then ``modules``
+        may hold only some); without it every bucket must be in ``modules``."""
         missing = [plan.label(k) for k in plan.buckets() if k not in modules]
-        if missing:
+        if missing and build is None:
             raise DnncError(f"bucketed module: no program for bucket {missing[0]}")
+        if not modules:
+            raise DnncError("bucketed module: no bucket compiled")
         self.plan = plan
-        self.modules = {k: modules[k] for k in plan.buckets()}
-        largest = self.modules[plan.buckets()[0]]
-        self.device = largest.device
-        self.target = largest.target
+        self.modules = {k: modules[k] for k in plan.buckets() if k in modules}
+        self._build = build
+        first = next(iter(self.modules.values()))
+        self.device = first.device
+        self.target = first.target
         self._padding: dict[tuple[Key, int], tuple[torch.Tensor, tuple[int, ...] | None]] = {}
         """(bucket, input) -> the buffer padded inputs are copied into, and the extent it holds."""
 
@@ -46,7 +53,7 @@ class BucketedModule(InferenceModule):
         inputs = args if all(type(a) is torch.Tensor for a in args) else as_tensors(args)
         sizes = self.plan.measure(inputs)
         key = self.plan.bucket_for(sizes)
-        module = self.modules[key]
+        module = self._module(key)
         if key == sizes:
             return module(*inputs)
         outputs = module(*self._padded(key, inputs))
@@ -59,6 +66,13 @@ class BucketedModule(InferenceModule):
                 leaves[i] = cut(leaf, axes, real)
                 tensor_index += 1
         return pytree.tree_unflatten(leaves, spec)
+
+    def _module(self, key: Key) -> CompiledModule:
+        module = self.modules.get(key)
+        if module is None:
+            assert self._build is not None
+            module = self.modules[key] = self._build(key)
+        return module
 
     def _padded(self, key: Key, inputs: Any) -> list[torch.Tensor]:
         module = self.modules[key]
@@ -96,12 +110,12 @@ class BucketedModule(InferenceModule):
             r = self.plan.ranges[name]
             if not r.low <= size <= r.high:
                 raise DnncError(f"{name} {size} is outside the compiled range {r.text()}")
-        return self.modules[self.plan.bucket_for(wanted)]
+        return self._module(self.plan.bucket_for(wanted))
 
     @property
     def buckets(self) -> list[str]:
-        """Every bucket, like ``batch=8``, the largest first."""
-        return [self.plan.label(k) for k in self.modules]
+        """Every bucket compiled, like ``batch=8``, the largest first."""
+        return [self.plan.label(k) for k in self.plan.buckets() if k in self.modules]
 
     def bind(self, *args: Any) -> Any:
         raise DnncError("bind one bucket's program: module.bucket(batch=8).bind(...) (a binding has fixed shapes)")
@@ -118,7 +132,8 @@ class BucketedModule(InferenceModule):
 
     @property
     def input_specs(self) -> Any:
-        return self.modules[self.plan.buckets()[0]].input_specs
+        """The largest bucket's."""
+        return self._module(self.plan.buckets()[0]).input_specs
 
     def save(self, path: str | Path) -> Path:
         """One artifact holding every bucket (``dnnc.load`` gives this module back)."""
@@ -128,5 +143,6 @@ class BucketedModule(InferenceModule):
         if Path(path).suffix == ".mlir":
             raise DnncError(f"{path}: a module of several buckets is saved as an artifact (.dnnc), not as IR")
         check_writable(path)
-        entries = [(self.plan.label(k), m.artifact_contents()) for k, m in self.modules.items()]
+        modules = {k: self._module(k) for k in self.plan.buckets()}  # an artifact holds every bucket
+        entries = [(self.plan.label(k), m.artifact_contents()) for k, m in modules.items()]
         return save_artifact(entries[0][1], path, buckets=(self.plan.to_json(), entries))

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from dnnc.errors import DnncError, InputError
+from dnnc.errors import DnncError, InputError, OutOfRangeError
 
 AXES = {"batch": 0, "seq": 1}
 """Each named dimension and the input dimension it is."""
@@ -192,7 +192,7 @@ class BucketPlan:
             size = found[name][1]
             r = self.ranges[name]
             if not r.low <= size <= r.high:
-                raise InputError(f"{name} {size} is outside the compiled range {r.text()}; compile with a wider --dynamic range")
+                raise OutOfRangeError(f"{name} {size} is outside the compiled range {r.text()}")
             key.append(size)
         return tuple(key)
 

@@ -35,6 +35,10 @@ class InputError(DnncError):
     """Run-time inputs that do not match what the program was compiled for."""
 
 
+class OutOfRangeError(InputError):
+    """An input size outside the range a bucketed module was compiled for."""
+
+
 class PassError(DnncError):
     """An unknown pass, bad pass options, or a pass that left invalid IR."""
 

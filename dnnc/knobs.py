@@ -96,6 +96,12 @@ class Knobs:
     (through the kernel cache, so ``cache`` must be on), and (at most 8, each with a
     CUDA context) that build cuDNN's runtime-compiled plans; 0 or 1 does both in this
     process. (DNNC_COMPILE_WORKERS)"""
+    dynamic_batch_max: int = 64
+    """The largest batch a ``torch.compile(..., dynamic=True)`` graph with a symbolic batch
+    is compiled for (buckets of powers of two up to it); a larger one runs the graph as
+    Dynamo captured it. (DNNC_DYNAMIC_BATCH_MAX)"""
+    dynamic_seq_max: int = 512
+    """The same for a symbolic sequence length (dimension 1). (DNNC_DYNAMIC_SEQ_MAX)"""
     kernel_compiler: Literal["auto", "nvcc", "nvrtc"] = "auto"
     """What compiles user kernels' ``.cu`` sources: ``auto`` takes nvcc where it is
     installed, else NVRTC. (DNNC_KERNEL_COMPILER)"""
@@ -124,6 +130,8 @@ _ENV = {
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
     "kernel_compiler": "DNNC_KERNEL_COMPILER",
+    "dynamic_batch_max": "DNNC_DYNAMIC_BATCH_MAX",
+    "dynamic_seq_max": "DNNC_DYNAMIC_SEQ_MAX",
 }
 _BOOLS = (
     "verify_each_pass",
@@ -139,6 +147,8 @@ _BOOLS = (
 _COUNTS = {
     "compile_workers": (0, "0 (compile in this process) or more workers"),
     "runtime_compiled_plans": (1, "1 or more plans (a graph may have no other kind)"),
+    "dynamic_batch_max": (2, "2 or more"),
+    "dynamic_seq_max": (2, "2 or more"),
 }
 """Whole-number settings: the least value, and what the error says is expected."""
 _CHOICES = {

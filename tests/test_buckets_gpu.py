@@ -100,3 +100,23 @@ def test_sequence_range_with_an_attention_mask() -> None:
             got = compiled(xi, mi)
             assert got.shape == (2, seq, 768)
             _close(got, reference(xi.float(), mi.float()))
+
+
+def test_torch_compile_dynamic_runs_through_buckets_on_the_gpu() -> None:
+    from dnnc.frontend import dynamo
+
+    torch._dynamo.reset()
+    model, _ = bert_layer(batch=2, seq=32, dim=256, heads=4, ffn=1024, masked=True)
+    model = model.eval().to("cuda", torch.float16)
+    reference = copy.deepcopy(model).float()
+    compiled = torch.compile(model, backend="dnnc", dynamic=True, options={"dynamic_batch_max": 8, "dynamic_seq_max": 64})
+    before = len(dynamo.fallbacks)
+    with torch.no_grad():
+        for batch, seq in ((2, 32), (3, 40), (8, 64), (5, 17)):
+            x = torch.randn(batch, seq, 256, device="cuda", dtype=torch.float16)
+            mask = torch.ones(batch, seq, device="cuda", dtype=torch.float16)
+            got = compiled(x, mask)
+            _close(got, reference(x.float(), mask.float()))
+    assert len(dynamo.fallbacks) == before, dynamo.fallbacks[before:]
+    assert isinstance(dynamo.compiled_graphs[-1], BucketedModule)
+    assert dynamo.compiled_graphs[-1].device == "cuda"

@@ -26,12 +26,17 @@ def explain_command(
     alternatives: bool,
     json_path: Path | None,
 ) -> None:
-    """Show which backend would run which ops of MODEL, at what cost, and why."""
+    """Show which backend would run which ops of MODEL, at what cost, and why. MODEL
+    may also be an artifact (model.dnnc): the decisions its compile recorded, each
+    bucket's for an artifact of several (each bucket is partitioned for its shapes)."""
     import json
 
     from dnnc.api import explain
     from dnnc.partition.explain import explain_lines
 
+    if model.endswith(".dnnc"):
+        _explain_artifact(Path(model), alternatives, json_path)
+        return
     module, inputs, _ = load_model(model, factory_args, dtype)
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip()) if backends else None
     record = explain(module.eval(), inputs, policy=policy, backends=chosen)
@@ -39,4 +44,26 @@ def explain_command(
         out.print(line, markup=False, highlight=False)
     if json_path is not None:
         json_path.write_text(json.dumps(record, indent=1))
+        console.print(f"wrote {json_path}")
+
+
+def _explain_artifact(path: Path, alternatives: bool, json_path: Path | None) -> None:
+    import json
+
+    from dnnc.artifact import read_artifact
+    from dnnc.partition.explain import explain_lines
+
+    contents = read_artifact(path)
+    entries = contents.buckets or [("", contents)]
+    records = {label: entry.program.metadata.get("decisions") for label, entry in entries}
+    for label, record in records.items():
+        if label:
+            out.print(f"bucket {label}:", markup=False, highlight=False)
+        if not record:
+            out.print("  no decisions recorded (compiled for the CPU, or with the greedy policy)", markup=False, highlight=False)
+            continue
+        for line in explain_lines(record, alternatives):
+            out.print(("  " if label else "") + line, markup=False, highlight=False)
+    if json_path is not None:
+        json_path.write_text(json.dumps(records if contents.buckets else records[""], indent=1))
         console.print(f"wrote {json_path}")

@@ -49,7 +49,9 @@ def output_axes(
     sizes = export_sizes(varying)
     at = [resized(x, {n: a for n, a in ax.items() if n in varying}, sizes) for x, ax in zip(inputs, axes)]
     dims = {n: Dim(n, min=r.low, max=r.high) for n, r in varying.items()}
-    shapes = tuple({a: dims[n] for n, a in ax.items() if n in varying} or None for ax in axes)
+    shapes: tuple[Any, ...] = tuple({a: dims[n] for n, a in ax.items() if n in varying} or None for ax in axes)
+    if _takes_varargs(model):  # forward(self, *inputs): export binds the inputs to one parameter
+        shapes = (shapes,)
     ep = _export(model, at, shapes, sizes, varying)
     symbols = _input_symbols(ep, axes, varying)
     out: list[dict[str, int]] = []
@@ -70,6 +72,16 @@ def output_axes(
             found[name] = axis
         out.append(found)
     return out
+
+
+def _takes_varargs(model: torch.nn.Module) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
 
 
 def _named(d: Any, symbols: Mapping[Any, str]) -> str:

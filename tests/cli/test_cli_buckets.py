@@ -86,3 +86,11 @@ def test_compile_range_errors(model_file: Path, tmp_path: Path, args: list[str],
     result = invoke("compile", f"{model_file}:tiny", "-o", str(tmp_path / "x.dnnc"), "--device", "cpu", *args)
     assert result.exit_code != 0 and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_explain_shows_each_buckets_recorded_decisions(bucketed: Path) -> None:
+    result = invoke("explain", str(bucketed))
+    assert result.exit_code == 0, result.output
+    for label in ("bucket batch=6:", "bucket batch=4:", "bucket batch=2:"):
+        assert label in result.output
+    assert "no decisions recorded" in result.output  # a CPU compile makes none

@@ -152,3 +152,40 @@ def test_parameters_and_buffers_are_frozen_and_batchnorm_folded(rng: torch.Gener
     assert len(program.input_types) == 1
     assert not any(isinstance(op, tcp.BatchNormOp) for op in program.entry.body.walk())
     assert {op.name for op in program.entry.body.walk()} >= {"tcp.conv2d"}
+
+
+def test_dynamic_graphs_run_through_buckets(rng: torch.Generator) -> None:
+    """``dynamic=True``: the graph's symbolic batch and sequence are dnnc ranges; the
+    first call compiles its bucket, a size in another bucket compiles that one, a size
+    in a bucket compiled before reuses it, and a size past the range runs as captured."""
+    from dnnc.bucketed import BucketedModule
+    from dnnc.models.bert import bert_layer
+
+    torch._dynamo.reset()
+    model, _ = bert_layer(batch=2, seq=16, dim=32, heads=2, ffn=64, masked=True)
+    compiled = torch.compile(model, backend="dnnc", dynamic=True, options={"dynamic_batch_max": 8, "dynamic_seq_max": 32})
+    fallbacks = len(dynamo.fallbacks)
+    with torch.no_grad():
+        for batch, seq in ((2, 16), (3, 20), (4, 9), (3, 17), (8, 32), (9, 40)):
+            x, mask = torch.randn(batch, seq, 32, generator=rng), torch.ones(batch, seq)
+            mask[:, seq - 2 :] = 0  # positions the mask hides
+            got = compiled(x, mask)
+            assert got.shape == (batch, seq, 32)
+            assert relative_error(got, model(x, mask)) <= 1e-5, (batch, seq)
+    assert len(dynamo.fallbacks) == fallbacks
+    bucketed = dynamo.compiled_graphs[-1]
+    assert isinstance(bucketed, BucketedModule)
+    assert bucketed.plan.ranges["batch"].text() == "batch=2..8" and bucketed.plan.ranges["seq"].text() == "seq=2..32"
+    assert bucketed.buckets == ["batch=8,seq=32", "batch=4,seq=32", "batch=4,seq=16", "batch=2,seq=16"]
+
+
+def test_symbolic_sizes_other_than_batch_and_sequence_fall_back_with_the_reason(rng: torch.Generator) -> None:
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    compiled = torch.compile(model, backend="dnnc", dynamic=True)
+    before = len(dynamo.fallbacks)
+    with torch.no_grad():
+        image = torch.randn(2, 3, 9, 10, generator=rng)
+        assert relative_error(compiled(image), model(image)) <= 1e-6
+    reason = dynamo.fallbacks[before].reason
+    assert "dimension 2 of input" in reason and "dnnc's ranges are batch (dimension 0), seq (dimension 1)" in reason
