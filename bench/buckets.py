@@ -74,6 +74,28 @@ def _timed(name: str, run: Callable[[], Any], reference: torch.Tensor) -> dict[s
     return {"variant": name, "status": "ok", "rel_error": error, "median_ms": median_ms(run)}
 
 
+def _every_size(
+    bucketed: Any, model: torch.nn.Module, example: tuple[torch.Tensor, ...], dim: str, low: int, high: int
+) -> dict[str, Any]:
+    """Every size of the range through the bucketed module, each checked against float32
+    eager on fresh inputs: the worst relative error and any size over ``CHECK``."""
+    gpu32 = copy.deepcopy(model).cuda()
+    worst, wrong = 0.0, []
+    step = 1 if high - low <= 64 else 7  # a long sequence range: every 7th length
+    for size in range(low, high + 1, step):
+        xs = tuple(x.cuda() for x in inputs_at(example, dim, size))
+        if len(xs) > 1:  # hide a few positions, so padding is tested beside a real mask
+            xs[1][:, size - size // 4 :] = 0
+        got = bucketed(*(x.half() for x in xs))
+        error = relative_error(got.float(), gpu32(*xs).float())
+        worst = max(worst, error)
+        if not error <= CHECK:
+            wrong.append(size)
+    del gpu32
+    torch.cuda.empty_cache()
+    return {"checked": len(range(low, high + 1, step)), "step": step, "worst_rel_error": worst, "over_tolerance": wrong}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workload", choices=list(WORKLOADS), required=True)
@@ -127,6 +149,8 @@ def main() -> None:
             record["bucketed_load_s"] = time.perf_counter() - started
             del loaded
         with torch.no_grad():
+            record["every_size"] = _every_size(bucketed, model, example, dim, low, high)
+            print(json.dumps({"every_size": record["every_size"]}), flush=True)
             for s in sizes:
                 xs = on_gpu[s]
                 entry = _timed("dnnc bucketed", lambda xs=xs: bucketed(*xs), references[s])

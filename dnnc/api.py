@@ -53,7 +53,8 @@ def compile(  # noqa: A001 - the public name users expect
     ``buckets``: the sizes compiled (a list where one dimension is dynamic, else by
     name), default powers of two and the range's high end; an input between buckets is
     padded with zeros up to the next one and its outputs cut back. A model that fixes a
-    dynamic size is an error naming the op. ``lazy_buckets``: compile the example's
+    dynamic size is an error naming the op. An ExportedProgram exported with ``Dim``s
+    at dimension 0 or 1 brings its ranges. ``lazy_buckets``: compile the example's
     bucket now and every other on the first call that needs it.
 
     A module this machine compiled before for the same inputs and settings is loaded
@@ -68,15 +69,22 @@ def compile(  # noqa: A001 - the public name users expect
     if dtype is not None:
         model, example_inputs = _cast(model, example_inputs, dtype)
     with knobs.override(**settings):
-        if dynamic is not None or buckets is not None:
+        if dynamic is not None or buckets is not None or _has_dims(model):
             from dnnc.bucket_compile import compile_bucketed
 
-            if dynamic is None:
-                raise DnncError("buckets= needs dynamic= (the ranges the buckets cover)")
             return compile_bucketed(
                 model, example_inputs, dynamic, buckets, lambda m, x: _compile(m, x, device, cuda_graph), lazy=lazy_buckets
             )
         return _compile(model, example_inputs, device, cuda_graph)
+
+
+def _has_dims(model: Any) -> bool:
+    """An ExportedProgram exported with ``Dim``s: a user input with a symbolic size."""
+    if not isinstance(model, ExportedProgram) or not model.range_constraints:
+        return False
+    user = set(model.graph_signature.user_inputs)
+    values = [n.meta.get("val") for n in model.graph.nodes if n.op == "placeholder" and n.name in user]
+    return any(not isinstance(d, int) for v in values for d in getattr(v, "shape", ()))
 
 
 def _cast(model: Any, example_inputs: Any, dtype: str | torch.dtype) -> tuple[torch.nn.Module, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+from torch.export import ExportedProgram
 
 from dnnc import buckets as bk
 from dnnc.bucketed import BucketedModule
@@ -26,19 +27,28 @@ log = logging.getLogger("dnnc")
 def compile_bucketed(
     model: torch.nn.Module,
     example_inputs: Sequence[Any] | torch.Tensor,
-    dynamic: Mapping[str, Any] | Sequence[str],
+    dynamic: Mapping[str, Any] | Sequence[str] | None,
     chosen: Mapping[str, Sequence[int]] | Sequence[int] | None,
     compile_one: Any,
     lazy: bool = False,
 ) -> BucketedModule:
-    """``compile_one(model, inputs)``: the ``CompiledModule`` of one bucket. ``lazy``:
+    """``compile_one(model, inputs)``: the ``CompiledModule`` of one bucket. An
+    ExportedProgram with ``Dim``s brings its ranges (``dynamic`` may be None). ``lazy``:
     compile the bucket of the example inputs now and each other bucket on the first
     call that needs it (as torch.compile compiles a new shape on its first call)."""
-    from dnnc.frontend.dynamic_export import output_axes
+    from dnnc.frontend.dynamic_export import exported_ranges, output_axes
     from dnnc.runtime.sharing import SharedMemory, sharing
 
+    if isinstance(model, ExportedProgram):  # each bucket is exported again from the program's module
+        args, kwargs = model.example_inputs or ((), {})
+        if kwargs or not args:
+            raise DnncError("an ExportedProgram with dynamic sizes needs positional example inputs (export(model, args))")
+        dynamic = dynamic if dynamic is not None else exported_ranges(model)
+        model, example_inputs = model.module(), args
     if not isinstance(model, torch.nn.Module):
-        raise DnncError("dynamic=: pass the torch.nn.Module (an ExportedProgram is compiled for the shapes it was exported with)")
+        raise DnncError(f"dynamic=: dnnc compiles a torch.nn.Module or an ExportedProgram, got {type(model).__name__}")
+    if dynamic is None:
+        raise DnncError("buckets= needs dynamic= (the ranges the buckets cover)")
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
     if not inputs:
         raise DnncError("dynamic=: compiling a model for ranges of shapes needs example inputs")

@@ -299,3 +299,25 @@ def test_a_manifest_whose_buckets_do_not_match_its_plan_is_refused(row_net: tupl
     _rewrite_manifest(path, tmp_path / "unplanned.dnnc", unplanned)
     with pytest.raises(ArtifactError, match=r"lists 'buckets/batch=\d/\w+\.\w+', which is not a member dnnc writes"):
         dnnc.load(tmp_path / "unplanned.dnnc")
+
+
+def test_a_program_exported_with_dims_brings_its_ranges() -> None:
+    from torch.export import Dim
+
+    model, (x, mask) = bert_layer(batch=2, seq=12, dim=32, heads=2, ffn=64, masked=True)
+    batch, seq = Dim("batch", min=1, max=4), Dim("seq", min=8, max=16)
+    ep = torch.export.export(model, (x, mask), dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}))
+    compiled = dnnc.compile(ep, device="cpu", buckets={"batch": [4]})
+    assert [r.text() for r in compiled.plan.ranges.values()] == ["batch=1..4", "seq=8..16"]
+    assert compiled.buckets == ["batch=4,seq=16", "batch=4,seq=8"]
+    xi, mi = torch.randn(3, 11, 32), torch.ones(3, 11)
+    torch.testing.assert_close(compiled(xi, mi), model(xi, mi), rtol=1e-4, atol=1e-4)
+
+
+def test_a_dim_without_an_upper_bound_is_an_error() -> None:
+    from torch.export import Dim
+
+    model, (x,) = bert_layer(batch=2, seq=8, dim=32, heads=2, ffn=64)
+    ep = torch.export.export(model, (x,), dynamic_shapes=({0: Dim("b")},))
+    with pytest.raises(DnncError, match=r"batch \(\w+\) has no upper bound: export with Dim\('batch', max=...\)"):
+        dnnc.compile(ep, device="cpu")

@@ -178,3 +178,32 @@ def _user_output_values(ep: ExportedProgram) -> list[Any]:
         if isinstance(value, torch.Tensor):
             values.append(value)
     return values
+
+
+def exported_ranges(ep: ExportedProgram) -> dict[str, tuple[int, int]]:
+    """The dnnc ranges of a program exported with ``Dim``s: a symbol at dimension 0 of
+    the user inputs is the batch, at dimension 1 the sequence, each over its range
+    constraint. Empty where the program's inputs are static."""
+    from dnnc.buckets import AXES
+
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    where: dict[Any, set[int]] = {}
+    for name in ep.graph_signature.user_inputs:
+        value = placeholders[name].meta.get("val")
+        for axis, d in enumerate(getattr(value, "shape", ())):
+            if not isinstance(d, int) and not d.node.expr.is_number:
+                where.setdefault(d.node.expr, set()).add(axis)
+    ranges: dict[str, tuple[int, int]] = {}
+    for symbol, axes in where.items():
+        name = next((n for n, a in AXES.items() if axes == {a}), None)
+        if name is None or name in ranges:
+            raise ExportError(
+                f"the exported program's dynamic size {symbol} is at dimension(s) {sorted(axes)}; dnnc's ranges are "
+                "batch (dimension 0 of every input) and seq (dimension 1)"
+            )
+        bounds = ep.range_constraints.get(symbol)
+        upper = getattr(bounds, "upper", None)
+        if bounds is None or not getattr(upper, "is_Integer", False):  # torch's int_oo is no Integer
+            raise ExportError(f"the exported program's {name} ({symbol}) has no upper bound: export with Dim({name!r}, max=...)")
+        ranges[name] = (max(int(bounds.lower), 1), int(upper))
+    return ranges
