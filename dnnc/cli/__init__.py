@@ -9,6 +9,7 @@ from dnnc.cli.compile import compile_command
 from dnnc.cli.explain import explain_command
 from dnnc.cli.ir_tools import ops_command, opt_command
 from dnnc.cli.run import bench_command, inspect_command, run_command
+from dnnc.cli.serve import serve_command
 from dnnc.cli.spec import spec_group
 from dnnc.cli.tune import tune_command
 from dnnc.errors import DnncError
@@ -34,6 +35,7 @@ for command in (
     run_command,
     bench_command,
     inspect_command,
+    serve_command,
     opt_command,
     ops_command,
 ):
