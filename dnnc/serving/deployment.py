@@ -43,6 +43,11 @@ class ServeOptions:
     """1 on a GPU machine: each replica gets its own GPU (Ray sets its visible device)."""
     cpus_per_replica: float = 1.0
     device: str | None = None
+    loader: str | None = None
+    """``module:function`` called with (artifact path, options) for the ``ServedModel``
+    each replica serves, in place of ``ServedModel.load`` (a model served for
+    comparison, a preprocessing wrapper): named by whoever starts the server, never
+    by the artifact."""
 
 
 def application(artifact: str | Path, options: ServeOptions) -> Any:
@@ -69,7 +74,7 @@ def app_builder(args: dict[str, str]) -> Any:
     artifact = args["artifact"]
     fields = {k: v for k, v in args.items() if k != "artifact"}
     typed = {
-        k: (int(v) if k in ("max_batch", "replicas") else float(v) if k not in ("name", "device") else v)
+        k: (int(v) if k in ("max_batch", "replicas") else float(v) if k not in ("name", "device", "loader") else v)
         for k, v in fields.items()
     }
     return application(artifact, ServeOptions(**{"name": Path(artifact).stem, **typed}))
@@ -80,18 +85,22 @@ class _Replica:
     returns, so Ray Serve routes nothing to it until then."""
 
     def __init__(self, data: bytes, file_name: str, options: ServeOptions):
+        from concurrent.futures import ThreadPoolExecutor
+
         from ray import serve
 
-        from dnnc.serving.model import ServedModel
-
         self.options = options
+        # Every call of the model on one thread of its own: the event loop keeps taking
+        # requests while it runs, and CUDA graphs are replayed from the thread that made them.
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="dnnc-model")
         started = time.perf_counter()
         folder = tempfile.mkdtemp(prefix="dnnc-serve-")
         path = Path(folder) / file_name
         path.write_bytes(data)
-        self.model = ServedModel(path, options.device, options.name)
-        self.model.warm_up()
+        self.model = self._worker.submit(_load, path, options).result()
+        self._worker.submit(self.model.warm_up).result()
         self.load_s = time.perf_counter() - started
+        self._replica = f"pid {os.getpid()}, devices {os.environ.get('CUDA_VISIBLE_DEVICES', 'all')}"
         os.unlink(path)
         self._batched = serve.batch(max_batch_size=options.max_batch, batch_wait_timeout_s=options.max_delay_ms / 1e3)(
             self._run_batch
@@ -100,7 +109,7 @@ class _Replica:
         log.info("dnnc serve: %s loaded and warmed up in %.1f s on %s", options.name, self.load_s, self.model.module.device)
 
     async def _run_batch(self, pending: list[Any]) -> list[Any]:
-        results = await asyncio.to_thread(self.model.run, pending)  # the event loop keeps taking requests meanwhile
+        results = await asyncio.get_running_loop().run_in_executor(self._worker, self.model.run, pending)
         if self._metrics is not None:
             self._metrics.observe(len(pending), pending, self.model.stats)
         return results
@@ -111,6 +120,9 @@ class _Replica:
         from dnnc.serving.protocol import HEADER_LENGTH, ProtocolError, encode_infer, parse_infer
 
         path = request.url.path.rstrip("/")
+        root = request.scope.get("root_path", "")  # the application's route prefix, where it has one
+        if root and path.startswith(root):
+            path = path[len(root) :]
         model_path = f"/v2/models/{self.options.name}"
         if request.method == "GET":
             if path in ("/v2/health/live", "/v2/health/ready", f"{model_path}/ready"):
@@ -118,7 +130,7 @@ class _Replica:
             if path == model_path:
                 return JSONResponse(self.model.metadata())
             if path == f"{model_path}/stats":
-                return JSONResponse(self.model.stats.as_json(self.options.name))
+                return JSONResponse({**self.model.stats.as_json(self.options.name), "replica": self._replica})
             return JSONResponse({"error": f"no route {path}"}, status_code=404)
         if request.method != "POST" or path != f"{model_path}/infer":
             return JSONResponse({"error": f"no route {request.method} {path}; infer at POST {model_path}/infer"}, status_code=404)
@@ -144,6 +156,17 @@ class _Replica:
 
     def stats(self) -> dict[str, Any]:
         return json.loads(json.dumps(self.model.stats.as_json(self.options.name)))
+
+
+def _load(path: Path, options: ServeOptions) -> Any:
+    from dnnc.serving.model import ServedModel
+
+    if options.loader is None:
+        return ServedModel.load(path, options.device, options.name)
+    import importlib
+
+    module_name, _, function = options.loader.partition(":")
+    return getattr(importlib.import_module(module_name), function)(path, options)
 
 
 class _Metrics:

@@ -73,23 +73,26 @@ class Pending:
 
 
 class ServedModel:
-    """``dnnc.load`` of an artifact, with what serving needs to check and gather requests."""
+    """A compiled module (``dnnc.load`` of an artifact: ``load``) with what serving
+    needs to check and gather requests: its tensors' names and specs, and its
+    ``plan`` where it has buckets."""
 
-    def __init__(self, path: str | Path, device: str | None = None, name: str | None = None):
-        import dnnc
-        from dnnc.artifact.store import read_manifest
-
-        self.path = Path(path)
-        self.name = name or self.path.stem
-        self.module = dnnc.load(self.path, device=device)
-        manifest = read_manifest(self.path)
-        self.input_names = [n or f"input_{i}" for i, n in enumerate(manifest.names("inputs"))]
-        self.output_names = [n or f"output_{i}" for i, n in enumerate(manifest.names("outputs"))]
-        self.input_specs = manifest.inputs
-        self.output_specs = manifest.outputs
+    def __init__(
+        self,
+        module: Any,
+        name: str,
+        input_names: Sequence[str],
+        output_names: Sequence[str],
+        input_specs: Sequence[Any],
+        output_specs: Sequence[Any],
+    ):
+        self.module = module
+        self.name = name
+        self.input_names, self.output_names = list(input_names), list(output_names)
+        self.input_specs, self.output_specs = list(input_specs), list(output_specs)
         for spec in [*self.input_specs, *self.output_specs]:
             datatype_of(spec.dtype)  # every tensor has a protocol datatype
-        self.plan = getattr(self.module, "plan", None)
+        self.plan = getattr(module, "plan", None)
         self.max_rows = 1
         self.gathers = False
         if self.plan is not None and "batch" in self.plan.names:
@@ -98,6 +101,23 @@ class ServedModel:
                 "batch" in axes for axes in self.plan.output_axes
             )
         self.stats = Stats()
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None, name: str | None = None) -> ServedModel:
+        """The artifact at ``path``, loaded (no code it carries or names is run)."""
+        import dnnc
+        from dnnc.artifact.store import read_manifest
+
+        path = Path(path)
+        manifest = read_manifest(path)
+        return cls(
+            dnnc.load(path, device=device),
+            name or path.stem,
+            [n or f"input_{i}" for i, n in enumerate(manifest.names("inputs"))],
+            [n or f"output_{i}" for i, n in enumerate(manifest.names("outputs"))],
+            manifest.inputs,
+            manifest.outputs,
+        )
 
     def _dynamic(self, index: int) -> dict[int, str]:
         """Input ``index``'s dimensions that vary: axis -> dimension name."""

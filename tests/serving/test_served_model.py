@@ -28,7 +28,7 @@ def _request(**inputs: np.ndarray) -> InferRequest:
 
 
 def test_gathered_requests_get_what_each_gets_alone(image_artifact: Path) -> None:
-    served = ServedModel(image_artifact)
+    served = ServedModel.load(image_artifact)
     rng = np.random.default_rng(0)
     images = [rng.standard_normal((rows, 3, 6, 6)).astype(np.float32) for rows in (1, 3, 2, 2, 4)]
     results = served.run([served.check(_request(image=x)) for x in images])
@@ -41,7 +41,7 @@ def test_gathered_requests_get_what_each_gets_alone(image_artifact: Path) -> Non
 
 
 def test_metadata_marks_the_batch_as_varying(image_artifact: Path) -> None:
-    meta = ServedModel(image_artifact, name="net").metadata()
+    meta = ServedModel.load(image_artifact, name="net").metadata()
     assert meta["inputs"] == [{"name": "image", "datatype": "FP32", "shape": [-1, 3, 6, 6]}]
     assert meta["outputs"] == [{"name": "output_0", "datatype": "FP32", "shape": [-1, 5]}]
     assert meta["parameters"] == {"max_batch": 8, "gathers_requests": True}
@@ -58,14 +58,14 @@ def test_metadata_marks_the_batch_as_varying(image_artifact: Path) -> None:
 )
 def test_requests_that_do_not_fit_are_named(image_artifact: Path, inputs: dict, message: str) -> None:
     with pytest.raises(ProtocolError) as raised:
-        ServedModel(image_artifact).check(_request(**inputs))
+        ServedModel.load(image_artifact).check(_request(**inputs))
     assert message in str(raised.value)
 
 
 def test_a_failing_request_does_not_fail_its_batch_mates(tmp_path: Path) -> None:
     model, inputs = token_net()
     path = dnnc.compile(model, inputs, device="cpu", dynamic={"batch": (1, 8)}).save(tmp_path / "tokens.dnnc")
-    served = ServedModel(path)
+    served = ServedModel.load(path)
     good = [np.array([[1, 2, 3, 4]]), np.array([[5, 6, 7, 8], [9, 0, 1, 2]])]
     bad = np.array([[1, 2, 50, 4]])  # 50 is past the embedding's 10 rows
     results = served.run([served.check(_request(ids=x)) for x in (good[0], bad, good[1])])
