@@ -31,8 +31,8 @@ import torch
 ARTIFACT = Path(os.environ.get("DNNC_SERVE_BENCH_DIR", "/tmp/dnnc-serve-bench")) / "r50.dnnc"
 BUCKETS = [1, 8, 32]
 CONCURRENCY = [1, 8, 32, 128]
-SECONDS = 6.0
-WARMUP_S = 2.0
+SECONDS = 4.0
+WARMUP_S = 1.5
 
 
 def _model() -> torch.nn.Module:

@@ -141,18 +141,23 @@ class _Replica:
             self.model.stats.requests += 1
             self.model.stats.failures += 1
             return JSONResponse({"error": str(e)}, status_code=e.status)
-        result = await self._batched(pending)
+        try:
+            result = await self._batched(pending)
+        except Exception as e:  # the batch itself failed (its requests' own errors come back as results)
+            log.exception("dnnc serve: a batch failed")
+            return JSONResponse({"error": f"model {self.options.name!r} failed: {type(e).__name__}: {e}"}, status_code=500)
         if isinstance(result, ProtocolError):
             return JSONResponse({"error": str(result)}, status_code=result.status)
         body, headers = encode_infer(self.options.name, result, parsed)
         return Response(body, headers=headers, media_type=headers.pop("content-type"))
 
-    def check_health(self) -> None:
-        """Ray Serve's health check: the replica answers (a dead GPU context raises here)."""
+    async def check_health(self) -> None:
+        """Ray Serve's health check: the replica answers (a dead GPU context raises here),
+        asked on the model's thread, where no capture can be under way."""
         if self.model.module.device == "cuda":
             import torch
 
-            torch.cuda.synchronize()
+            await asyncio.get_running_loop().run_in_executor(self._worker, torch.cuda.synchronize)
 
     def stats(self) -> dict[str, Any]:
         return json.loads(json.dumps(self.model.stats.as_json(self.options.name)))

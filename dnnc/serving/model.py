@@ -65,7 +65,7 @@ class Stats:
 
 @dataclass
 class Pending:
-    """One checked request waiting to run: its inputs on the device and when it arrived."""
+    """One checked request waiting to run: its inputs (on the CPU until ``run``) and when it arrived."""
 
     inputs: list[torch.Tensor]
     arrived_ns: int
@@ -179,12 +179,17 @@ class ServedModel:
             except DnncError as e:
                 raise ProtocolError(str(e)) from None
         rows = tensors[0].shape[0] if tensors and tensors[0].dim() else 1
-        device = self.module.device
-        return Pending([t.to(device, non_blocking=True) for t in tensors], arrived, rows)
+        return Pending(tensors, arrived, rows)  # moved to the device by ``run``, on the model's thread
 
     def run(self, pending: Sequence[Pending]) -> list[dict[str, np.ndarray] | ProtocolError]:
-        """Every request's outputs (or its error), gathering those that can share a call."""
+        """Every request's outputs (or its error), gathering those that can share a call.
+        All of the model's GPU work, the inputs' copies included, happens in here: a
+        caller runs it on one thread, since a CUDA graph being captured forbids other
+        threads' work on the GPU."""
         started = time.perf_counter_ns()
+        device = self.module.device
+        for p in pending:
+            p.inputs = [t.to(device) for t in p.inputs]
         results: list[dict[str, np.ndarray] | ProtocolError | None] = [None] * len(pending)
         for group in self._gathered(pending):
             self._run_group([pending[i] for i in group], group, results)
@@ -255,4 +260,6 @@ class ServedModel:
         for key in self.plan.buckets():
             sizes = dict(zip(self.plan.names, key))
             zeros = [torch.zeros(s.shape, dtype=s.dtype, device=self.module.device) for s in self.input_specs]
-            self._call([resized(z, axes, sizes) for z, axes in zip(zeros, self.plan.input_axes)])
+            inputs = [resized(z, axes, sizes) for z, axes in zip(zeros, self.plan.input_axes)]
+            for _ in range(3):  # the graphs on static copies, then on the inputs' own memory
+                self._call(inputs)
