@@ -114,6 +114,25 @@ def _compile(
         cached = compile_cache.load_cached(key, target, cuda_graph) if key is not None else None
         if cached is not None:
             return cached
+    if key is None:
+        return _compile_fresh(model, example_inputs, target, cuda_graph, None)
+    with compile_cache.compiling(key):
+        cached = compile_cache.load_cached(key, target, cuda_graph)  # another process may have just stored it
+        if cached is not None:
+            return cached
+        return _compile_fresh(model, example_inputs, target, cuda_graph, key)
+
+
+def _compile_fresh(
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: Sequence[Any] | torch.Tensor,
+    target: str,
+    cuda_graph: bool | None,
+    key: str | None,
+) -> CompiledModule:
+    """Export, canonicalize, lower and build; kept in the compile cache under ``key``."""
+    from dnnc import compile_cache
+
     if target == "cuda":
         from dnnc.runtime.kernel_backends import start_workers
 

@@ -29,6 +29,7 @@ cache off) compiles every time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,38 @@ def load_cached(key: str, target: str, cuda_graph: bool | None) -> Any | None:
     compiled.report.reused = True
     compiled.report.add("compile-cache", started, None)
     return compiled
+
+
+@contextlib.contextmanager
+def compiling(key: str) -> Iterator[None]:
+    """Held while this process compiles the module of ``key``: another process about to
+    compile the same module waits (an OS file lock, released if the holder dies), then
+    finds it in the cache, rather than compiling it beside this one (two compiles
+    tuning on one GPU slow each other down many times over)."""
+    from filelock import FileLock, Timeout
+
+    if not (knobs.get().cache and knobs.get().compile_cache):
+        yield
+        return
+    folder = knobs.get().cache_dir / "locks" / COMPILES.namespace  # beside the entries, never among them
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable cache: nothing to share either
+        yield
+        return
+    lock = FileLock(str(folder / f"{key}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        from dnnc import progress
+
+        progress.stage("waiting for another process compiling the same model")
+        log.info("dnnc: another process is compiling the same model; waiting for it")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def store(key: str, compiled: Any) -> None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
+
 from dnnc.errors import SettingsError
 
 Device = Literal["auto", "cpu", "cuda"]
@@ -33,8 +35,10 @@ class Knobs:
     """Write the IR of every stage to this directory. (DNNC_DUMP_DIR)"""
     log_level: str = "WARNING"
     """Level of the ``dnnc`` logger. (DNNC_LOG_LEVEL)"""
-    cache_dir: Path = Path.home() / ".cache" / "dnnc"
-    """Content-addressed caches (compiled kernels, measured plans) live under here. (DNNC_CACHE_DIR)"""
+    cache_dir: Path = dataclasses.field(default_factory=lambda: platformdirs.user_cache_path("dnnc"))
+    """Content-addressed caches (compiled kernels, measured plans) live under here: by
+    default the platform's cache location (``~/.cache/dnnc`` on Linux, or under
+    ``$XDG_CACHE_HOME``). (DNNC_CACHE_DIR)"""
     cache: bool = True
     """Read and write the caches under ``cache_dir``; off recompiles everything. (DNNC_CACHE)"""
     compile_cache: bool = True

@@ -12,7 +12,8 @@ build plans, they run none).
 
 Protocol: the parent writes one pickled job to a worker's stdin and reads one
 pickled reply from its stdout (the worker's own stdout is moved to stderr, so what
-Triton prints never corrupts the stream). The jobs of one ``map`` are handed out
+Triton prints never corrupts the stream). A worker's stderr goes to a log file
+(``log_directory``), kept when the worker dies and quoted in the pool's error. The jobs of one ``map`` are handed out
 as workers free up. A worker that dies or answers garbage breaks the pool:
 ``map`` raises ``PoolBroken`` and the pool starts fresh workers next time; a job
 that raises is reported by ``map`` and the workers stay.
@@ -27,6 +28,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,17 +55,38 @@ class PoolBroken(RuntimeError):
     """A worker exited or its reply could not be read."""
 
 
+LOG_TAIL_LINES = 20
+"""Lines of a dead worker's log quoted in the error."""
+
+
+def log_directory() -> Path:
+    """Where workers write what they print: ``<cache_dir>/worker-logs``. A worker's log is
+    removed when it exits cleanly, so what is left is the logs of workers that died."""
+    from dnnc import knobs
+
+    return knobs.get().cache_dir / "worker-logs"
+
+
 class _Worker:
     def __init__(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dnnc.workers"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        self.log: Path | None = None
+        stderr: Any = subprocess.DEVNULL
+        try:
+            folder = log_directory()
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=folder, prefix=f"worker-{os.getpid()}-", suffix=".log")
+            stderr, self.log = fd, Path(name)
+        except OSError:  # no writable cache: the worker's prints are dropped
+            pass
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "dnnc.workers"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
+            )
+        finally:
+            if isinstance(stderr, int) and stderr >= 0:
+                os.close(stderr)
 
     def call(self, fn: Callable[[Any], Any], arg: Any) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -72,7 +95,9 @@ class _Worker:
             self.proc.stdin.flush()
             ok, value = pickle.load(self.proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as e:
-            raise PoolBroken(f"compile worker {self.proc.pid} stopped answering ({type(e).__name__}: {e})") from None
+            raise PoolBroken(
+                f"compile worker {self.proc.pid} stopped answering ({type(e).__name__}: {e}){self._log_tail()}"
+            ) from None
         if not ok:
             raise RuntimeError(f"compile worker {self.proc.pid}: {value}")
         return value
@@ -85,12 +110,27 @@ class _Worker:
         except OSError:
             pass
 
+    def _log_tail(self) -> str:
+        """The end of the worker's log, for the error that says it died."""
+        if self.log is None:
+            return ""
+        with contextlib.suppress(OSError):
+            self.proc.wait(timeout=1.0)  # what a dying worker prints is all written once it has exited
+        try:
+            lines = self.log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        except OSError:
+            return ""
+        shown = "".join(f"\n  | {line}" for line in lines) if lines else " (it printed nothing)"
+        return f"; its log, {self.log}:{shown}"
+
     def wait_exit(self, timeout: float) -> None:
         try:
             self.proc.wait(timeout=max(timeout, 0.0))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.proc.returncode == 0 and self.log is not None:
+            self.log.unlink(missing_ok=True)  # a clean exit: its prints are of no use
 
 
 def worth_sending(jobs: int, pool: WorkerPool | None) -> bool:

@@ -8,6 +8,7 @@ before; outputs keep their structure."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import textwrap
 import threading
@@ -178,3 +179,27 @@ def test_a_damaged_entry_is_compiled_again(cache: Path, rng: torch.Generator) ->
     again = dnnc.compile(model, (x,))
     assert not again.report.reused
     assert dnnc.compile(model, (x,)).report.reused, "the compile after it stored a good entry again"
+
+
+def test_two_processes_compiling_one_model_compile_it_once(tmp_path) -> None:
+    """The second waits on the first's lock, then loads what it stored."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import torch, dnnc\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 4)).eval()\n"
+        "compiled = dnnc.compile(model, (torch.randn(2, 3, 16, 16),), device='cpu')\n"
+        "print('reused' if compiled.report.reused else 'compiled')\n"
+    )
+    env = {**os.environ, "DNNC_CACHE_DIR": str(tmp_path), "DNNC_COMPILE_CACHE": "1", "PYTHONPATH": str(root)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in runs]
+    assert all(p.returncode == 0 for p in runs), [err[-2000:] for _, err in outs]
+    assert sorted(out.strip() for out, _ in outs) == ["compiled", "reused"]

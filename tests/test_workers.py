@@ -128,3 +128,24 @@ def test_one_job_goes_only_to_workers_already_running(pool: WorkerPool) -> None:
     assert worth_sending(2, pool) and worth_sending(2, None)
     pool.map(math.factorial, [3])
     assert worth_sending(1, pool) and not worth_sending(0, pool)
+
+
+def _say_and_die(code: int) -> None:
+    print("about to fail: the kernel compiler crashed", flush=True)  # a worker's stdout goes to its log
+    os._exit(code)
+
+
+def test_a_dead_worker_leaves_its_log_and_the_error_quotes_it(tmp_path: Path) -> None:
+    from dnnc import knobs
+    from dnnc.workers import log_directory
+
+    with knobs.override(cache_dir=tmp_path):
+        pool = WorkerPool(1)
+        try:
+            with pytest.raises(PoolBroken, match=r"(?s)stopped answering.*its log, .*worker-.*\.log:\n  \| about to fail"):
+                pool.map(_say_and_die, [3])
+            assert [p.read_text() for p in log_directory().iterdir()] == ["about to fail: the kernel compiler crashed\n"]
+            assert pool.map(math.factorial, [4]) == [24]
+        finally:
+            pool.close()
+        assert len(list(log_directory().iterdir())) == 1  # the clean exit's log is gone, the dead one's kept
