@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from pathlib import Path
@@ -67,9 +68,11 @@ def serve_command(
             replicas, on_gpu = wanted, True
         count = replicas or (available if on_gpu else 1)
         options = ServeOptions(name, max_batch, max_delay_ms, count, 1.0 if on_gpu else 0.0, 0.0 if on_gpu else 1.0)
-        serve.start(http_options={"host": host, "port": port})
+        quiet = {"log_level": "WARNING"}  # Serve's INFO lines per start and request stay in its log files
+        logging.getLogger("ray.serve").setLevel(logging.WARNING)
+        serve.start(http_options={"host": host, "port": port}, logging_config=quiet)
         with console.status(f"loading {artifact.name} on {count} replica(s)"):
-            serve.run(application(artifact, options), name=name, route_prefix="/")
+            serve.run(application(artifact, options), name=name, route_prefix="/", logging_config=quiet)
         where = (
             f"{count} GPU replica(s)"
             if on_gpu
