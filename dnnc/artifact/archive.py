@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from dnnc.artifact.mapped import aligned_extra, stored_view
 from dnnc.errors import ArtifactError
 
 MANIFEST = "manifest.json"
@@ -70,8 +71,13 @@ def write_archive(path: Path, members: Mapping[str, bytes]) -> None:
     try:
         with zipfile.ZipFile(tmp, "w") as z:
             for name in sorted(members, key=lambda n: n != MANIFEST):
-                compression = zipfile.ZIP_STORED if name.endswith(STORED_AS_IS) else zipfile.ZIP_DEFLATED
-                z.writestr(name, members[name], compress_type=compression)
+                if name.endswith(STORED_AS_IS):  # uncompressed and aligned, so loading can map it (``mapped``)
+                    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                    info.compress_type = zipfile.ZIP_STORED
+                    info.extra = aligned_extra(z.fp.tell(), name)  # type: ignore[union-attr]
+                    z.writestr(info, members[name])
+                else:
+                    z.writestr(name, members[name], compress_type=zipfile.ZIP_DEFLATED)
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
@@ -178,6 +184,16 @@ class Archive:
         if sha256(data) != expected_sha256:
             raise ArtifactError(f"artifact {self.path}: member {name!r} is corrupt (its SHA-256 differs from the manifest's)")
         return data
+
+    def mapped(self, name: str, expected_sha256: str) -> memoryview | None:
+        """A stored member's bytes mapped from the file (``mapped.stored_view``), its
+        hash checked; None where it cannot be mapped (then ``read`` it)."""
+        if name not in self._infos:
+            raise ArtifactError(f"artifact {self.path} has no member {name!r}")
+        view = stored_view(self.path, self._infos[name])
+        if view is not None and hashlib.sha256(view).hexdigest() != expected_sha256:
+            raise ArtifactError(f"artifact {self.path}: member {name!r} is corrupt (its SHA-256 differs from the manifest's)")
+        return view
 
     def close(self) -> None:
         self._zip.close()

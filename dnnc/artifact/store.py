@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import SymbolRefAttr
 from dnnc.artifact.archive import MANIFEST, Archive, check_name, sha256, write_archive
 from dnnc.artifact.kernels import EXTERN_PREFIX, read_kernel_records, records_member
 from dnnc.artifact.manifest import FORMAT, SCHEMA_VERSION, Manifest, parse_manifest, spec_json
+from dnnc.artifact.mapped import tensors as mapped_tensors
 from dnnc.errors import ArtifactError, DnncError
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
@@ -262,10 +263,10 @@ def read_artifact(path: str | Path) -> ArtifactContents:
         with ThreadPoolExecutor(1) as pool:
             # The parameters (most of the file) are read and hashed beside the programs'
             # parse: reading, zip's CRC and SHA-256 let go of the GIL, the parse holds it.
-            params_read = pool.submit(archive.read, PARAMS, manifest.members[PARAMS])
+            params_read = pool.submit(_read_params, archive, manifest.members[PARAMS], path)
             data = {name: archive.read(name, digest) for name, digest in manifest.members.items() if name != PARAMS}
             modules = {prefix: _module(data[prefix + PROGRAM], path, prefix) for _, prefix in manifest.bucket_entries()}
-            params = _params(params_read.result(), path)
+            params = params_read.result()
     finally:
         archive.close()
     files = {name: blob for name, blob in data.items() if name.startswith(EXTERN_PREFIX)}
@@ -315,6 +316,14 @@ def _module(raw: bytes, path: Path, prefix: str = "") -> Any:
         raise ArtifactError(f"artifact {path}: member {member!r} is not UTF-8 text: {e}") from None
     except DnncError as e:
         raise ArtifactError(f"artifact {path}: {e}") from None
+
+
+def _read_params(archive: Archive, digest: str, path: Path) -> ParamStore:
+    """The weights, as views of the mapped file where it is aligned (``mapped``), else read."""
+    view = archive.mapped(PARAMS, digest)
+    if view is not None:
+        return ParamStore(mapped_tensors(view, f"artifact {path}: member {PARAMS!r}"))
+    return _params(archive.read(PARAMS, digest), path)
 
 
 def _params(raw: bytes, path: Path) -> ParamStore:
