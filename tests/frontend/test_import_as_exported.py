@@ -18,7 +18,7 @@ from torch import nn
 
 from dnnc.frontend.torch_export import export, imports_as_exported
 from tests.compile_helpers import as_module, compile_program, eager, eager_exact, flat, run_reference
-from tests.numerics import assert_matches
+from tests.numerics import TOLERANCE, assert_matches, relative_error
 
 
 class Composites(nn.Module):
@@ -112,8 +112,15 @@ def test_imported_as_exported_only_where_exact(
     native = flat(eager(model, [x]))
     exact = native if dtype == torch.float32 else flat(eager_exact(model, [x]))
     for i, (actual, expected) in enumerate(zip(run_reference(program, [x]), exact, strict=True)):
-        assert_matches(
-            actual, expected.to(actual.dtype) if dtype == torch.float32 else expected, dtype, what=f"{name} output {i}"
+        if dtype == torch.float32:
+            assert_matches(actual, expected.to(actual.dtype), dtype, what=f"{name} output {i}")
+            continue
+        # A chain of ops rounded to 16 bits at each step (conv, norm, linear): held to the
+        # dtype's tolerance, or to twice eager's own error against float64 where that is larger.
+        error, eager_error = relative_error(actual, expected), relative_error(native[i], expected)
+        bound = max(TOLERANCE[dtype], 2 * eager_error)
+        assert error <= bound, (
+            f"{name} output {i}: relative error {error:.2e} over {bound:.2e} (eager {dtype}: {eager_error:.2e})"
         )
 
 
