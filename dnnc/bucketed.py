@@ -20,7 +20,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from dnnc.buckets import BucketPlan, Key, copy_padded, cut
+from dnnc.buckets import BucketPlan, Key, copy_padded, cut, shape_problem
 from dnnc.compiled import CompiledModule, InferenceModule
 from dnnc.errors import DnncError, InputError
 from dnnc.runtime.signature import as_tensors
@@ -86,12 +86,9 @@ class BucketedModule(InferenceModule):
                 with torch.inference_mode():  # never part of an autograd graph; filled in place every call
                     held = (torch.zeros(spec.shape, dtype=x.dtype, device=x.device), None)
             buffer, previous = held
-            fixed = [d for d in range(buffer.dim()) if d not in axes.values()]
-            if x.dim() != buffer.dim() or any(x.shape[d] != buffer.shape[d] for d in fixed):
-                shape = [str(n) for n in buffer.shape]
-                for name, axis in axes.items():
-                    shape[axis] = name
-                raise InputError(f"input {i}: expected shape [{', '.join(shape)}], got {list(x.shape)}")
+            problem = shape_problem(f"input {i}", x.shape, buffer.shape, axes)
+            if problem is not None:
+                raise InputError(problem)
             with torch.inference_mode():
                 extent = copy_padded(buffer, x, axes, previous)
             self._padding[(key, i)] = (buffer, extent)

@@ -16,6 +16,7 @@ mask of zeros hides.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -129,9 +130,7 @@ def bucket_sizes(
         if sizes[-1] != r.high:
             sizes.append(r.high)
         out[name] = sizes
-    count = 1
-    for sizes in out.values():
-        count *= len(sizes)
+    count = math.prod(len(sizes) for sizes in out.values())
     if count > MAX_BUCKETS:
         raise DnncError(
             f"{count} buckets ({' x '.join(str(len(s)) for s in out.values())}); at most {MAX_BUCKETS}: choose fewer sizes"
@@ -161,7 +160,7 @@ class BucketPlan:
     def buckets(self) -> list[Key]:
         """Every bucket, the largest first."""
         grid = itertools.product(*(self.sizes[n] for n in self.names))
-        return sorted(grid, key=lambda k: (_volume(k), k), reverse=True)
+        return sorted(grid, key=lambda k: (math.prod(k), k), reverse=True)
 
     def label(self, key: Key) -> str:
         return ",".join(f"{n}={s}" for n, s in zip(self.names, key))
@@ -234,13 +233,6 @@ def _axes(data: Any, ranges: Mapping[str, DimRange]) -> list[dict[str, int]]:
     return out
 
 
-def _volume(key: Key) -> int:
-    v = 1
-    for s in key:
-        v *= s
-    return v
-
-
 def input_axes(names: Sequence[str], inputs: Sequence[Any]) -> list[dict[str, int]]:
     """Where each named dimension is in each input (``AXES``); an error where an input
     that must carry one cannot (a scalar given for a batch)."""
@@ -283,6 +275,26 @@ def copy_padded(
         if old > n:
             into.narrow(axis, n, old - n).zero_()
     return extent
+
+
+def shape_at(shape: Sequence[int], axes: Mapping[str, int], sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """``shape`` with each named dimension at the given size."""
+    out = list(shape)
+    for name, axis in axes.items():
+        if axis < len(out):
+            out[axis] = sizes[name]
+    return tuple(out)
+
+
+def shape_problem(what: str, shape: Sequence[int], expected: Sequence[int], axes: Mapping[str, int]) -> str | None:
+    """Why a tensor of ``shape`` cannot stand for one of ``expected`` whose named
+    dimensions (``axes``) vary, as ``input 0: expected shape [batch, 3, 6, 6], got
+    [2, 3, 5, 6]``; None where it can."""
+    varying = {axis: name for name, axis in axes.items()}
+    if len(shape) == len(expected) and all(a in varying or s == e for a, (s, e) in enumerate(zip(shape, expected))):
+        return None
+    shown = ", ".join(varying.get(a, str(d)) for a, d in enumerate(expected))
+    return f"{what}: expected shape [{shown}], got {list(shape)}"
 
 
 def cut(t: torch.Tensor, axes: Mapping[str, int], sizes: Mapping[str, int]) -> torch.Tensor:

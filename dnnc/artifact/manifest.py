@@ -8,6 +8,7 @@ changed), another patch version loads with a warning.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import warnings
@@ -64,7 +65,7 @@ class Manifest:
     def _specs(self, field: str) -> list[TensorSpec]:
         return specs_from_json(self.data[field])
 
-    @property
+    @functools.cached_property
     def plan(self) -> Any:
         """A bucketed artifact's ``BucketPlan``; None for one shape."""
         from dnnc.buckets import BucketPlan

@@ -14,6 +14,7 @@ ones. A member whose data does not start on a ``ALIGN``-byte boundary in the fil
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import zipfile
 from pathlib import Path
@@ -99,9 +100,7 @@ def tensors(view: memoryview, where: str) -> dict[str, torch.Tensor]:
             begin, end = (int(o) for o in entry["data_offsets"])
         except (KeyError, TypeError, ValueError):
             raise bad(f"tensor {name!r} has no valid dtype, shape and data_offsets ({entry!r})") from None
-        count = 1
-        for d in shape:
-            count *= d
+        count = math.prod(shape)
         size = count * torch.empty((), dtype=dtype).element_size()
         if min(shape, default=0) < 0 or not 0 <= begin <= end <= len(data) or end - begin != size:
             raise bad(f"tensor {name!r} ({entry['dtype']} {shape}) does not fit bytes {begin}..{end} of {len(data)}")

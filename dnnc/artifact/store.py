@@ -215,12 +215,13 @@ def _open(path: Path) -> tuple[Archive, Manifest]:
         manifest = parse_manifest(archive.raw(MANIFEST), path)
         listed = manifest.members
         prefixes = [prefix for _, prefix in manifest.bucket_entries()]
+        records = set(_records_members(manifest.target)) if manifest.target != "cpu" else set()
         for name in [PARAMS] + [p + n for p in prefixes for n in (PROGRAM, METADATA)]:
             if name not in listed:
                 raise ArtifactError(f"artifact {path}: manifest field 'members' does not list {name!r}")
         for name in listed:
             check_name(path, name)
-            if not _known_member(name, manifest.target, prefixes):
+            if not _known_member(name, records, prefixes):
                 raise ArtifactError(
                     f"artifact {path}: manifest field 'members' lists {name!r}, which is not a member dnnc writes "
                     f"({', '.join(REQUIRED)}, {records_member('<target>', '<backend>')}, {EXTERN_PREFIX}<kernel>/<object>, "
@@ -237,12 +238,13 @@ def _open(path: Path) -> tuple[Archive, Manifest]:
     return archive, manifest
 
 
-def _known_member(name: str, target: str, prefixes: list[str]) -> bool:
+def _known_member(name: str, records: set[str], prefixes: list[str]) -> bool:
+    """``records``: the kernel-record members of the artifact's target (none for ``cpu``)."""
     if name == PARAMS or _EXTERN_MEMBER.match(name):
         return True
     for prefix in prefixes:
         inside = name.removeprefix(prefix) if name.startswith(prefix) else None
-        if inside in (PROGRAM, METADATA) or (target != "cpu" and inside in _records_members(target)):
+        if inside in (PROGRAM, METADATA) or inside in records:
             return True
     return False
 

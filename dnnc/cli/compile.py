@@ -142,10 +142,11 @@ def checked_inputs(compiled: Any, inputs: tuple[Any, ...]) -> list[tuple[str, tu
     if not isinstance(compiled, BucketedModule):
         return [("", inputs)]
     plan = compiled.plan
-    checks = [(f" at {plan.label(plan.measure(inputs))}", inputs)]
+    example = plan.measure(inputs)
+    checks = [(f" at {plan.label(example)}", inputs)]
     largest = plan.buckets()[0]
     below = tuple(max(s - 1, plan.ranges[n].low) for n, s in zip(plan.names, largest))
-    if below != largest and below != plan.measure(inputs):
+    if below != largest and below != example:
         sizes = dict(zip(plan.names, below))
         padded = tuple(resized(x, a, sizes) for x, a in zip(inputs, plan.input_axes))
         checks.append((f" at {plan.label(below)}, padded to {plan.label(largest)}", padded))

@@ -131,6 +131,7 @@ def _run_artifact(
     import torch.utils._pytree as pytree
 
     from dnnc.bucketed import BucketedModule
+    from dnnc.buckets import shape_at
     from dnnc.ir.types import tensor_type
     from dnnc.loading import load
     from dnnc.runtime.signature import check_inputs
@@ -142,7 +143,8 @@ def _run_artifact(
         console.print(f"[dim]bucket {plan.label(bucket)}[/dim]")
         sizes = dict(zip(plan.names, bucket))
         program = module.modules[bucket].program
-        check_inputs(module.modules[bucket].input_specs, [_at_sizes(m, a, sizes) for m, a in zip(metas, plan.input_axes)])
+        padded = [torch.empty(shape_at(m.shape, a, sizes), dtype=m.dtype, device="meta") for m, a in zip(metas, plan.input_axes)]
+        check_inputs(module.modules[bucket].input_specs, padded)
     else:
         check_inputs(module.input_specs, metas)  # before any input is built or moved to the device
         program = module.program
@@ -151,15 +153,6 @@ def _run_artifact(
     if module.device == "cuda":
         console.print(f"[dim]ran on the GPU ({torch.cuda.get_device_name()}), target {module.target}[/dim]")
     return [r.cpu() for r in results], [tensor_type(tuple(r.shape), r.dtype) for r in results]
-
-
-def _at_sizes(meta: torch.Tensor, axes: dict[str, int], sizes: dict[str, int]) -> torch.Tensor:
-    """``meta`` (an input's shape and dtype) as padded to a bucket's sizes."""
-    shape = list(meta.shape)
-    for name, axis in axes.items():
-        if axis < len(shape):
-            shape[axis] = sizes[name]
-    return torch.empty(shape, dtype=meta.dtype, device="meta")
 
 
 def _preview(t: torch.Tensor, count: int = 8) -> str:

@@ -90,12 +90,17 @@ def dnnc_backend(
                 if compiled is not None:
                     compiled_graphs.append(compiled)
                 return run
+    _fell_back(gm, reason)
+    return gm.forward
+
+
+def _fell_back(gm: torch.fx.GraphModule, reason: str) -> None:
+    """Record and log that ``gm`` runs as Dynamo captured it, and why."""
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     fallbacks.append(GraphFallback(ops, reason))
     log.warning(
         "dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, "; ".join(map(str.strip, reason.splitlines()))
     )
-    return gm.forward
 
 
 def _compiled(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], found: GraphInputs) -> tuple[Callable[..., Any], Any]:
@@ -168,12 +173,7 @@ class _Ranged:
                 )
         except Exception as e:
             self.failed = True
-            reason = f"{type(e).__name__}: {e}"
-            ops = sum(1 for n in self.gm.graph.nodes if n.op == "call_function")
-            fallbacks.append(GraphFallback(ops, reason))
-            log.warning(
-                "dnnc: a torch.compile graph of %d ops runs without dnnc: %s", ops, "; ".join(map(str.strip, reason.splitlines()))
-            )
+            _fell_back(self.gm, f"{type(e).__name__}: {e}")
         else:
             compiled_graphs.append(self.compiled)
         self.examples = ()

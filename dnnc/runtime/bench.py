@@ -85,6 +85,7 @@ def sizes_to_time(module: Any, wanted: dict[str, list[int]]) -> list[tuple[str, 
     the module's own signature when none are asked for."""
     import itertools
 
+    from dnnc.buckets import shape_at
     from dnnc.errors import DnncError
 
     asked = {n: s for n, s in wanted.items() if s}
@@ -100,17 +101,10 @@ def sizes_to_time(module: Any, wanted: dict[str, list[int]]) -> list[tuple[str, 
     runs = []
     for combo in itertools.product(*(asked.get(n, [largest[n]]) for n in plan.names)):
         sizes = dict(zip(plan.names, combo))
-        plan.measure([_meta(s, a, sizes) for s, a in zip(module.input_specs, plan.input_axes)])  # in range
-        specs = [TensorSpec(_meta(s, a, sizes).shape, s.dtype) for s, a in zip(module.input_specs, plan.input_axes)]
+        specs = [TensorSpec(shape_at(s.shape, a, sizes), s.dtype) for s, a in zip(module.input_specs, plan.input_axes)]
+        plan.measure([torch.empty(s.shape, dtype=s.dtype, device="meta") for s in specs])  # in range
         runs.append((plan.label(combo), specs))
     return runs
-
-
-def _meta(spec: TensorSpec, axes: dict[str, int], sizes: dict[str, int]) -> torch.Tensor:
-    shape = list(spec.shape)
-    for name, axis in axes.items():
-        shape[axis] = sizes[name]
-    return torch.empty(shape, dtype=spec.dtype, device="meta")
 
 
 def bench(module: Any, iterations: int = 20, warmup: int = 3, specs: Sequence[TensorSpec] | None = None) -> BenchResult:

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
+from dnnc.buckets import shape_problem
 from dnnc.errors import DnncError
 from dnnc.serving.protocol import InferRequest, ProtocolError, datatype_of
 
@@ -152,8 +153,8 @@ class ServedModel:
         }
 
     def check(self, request: InferRequest) -> Pending:
-        """The request's inputs in the artifact's order on its device, or a
-        ``ProtocolError`` naming what does not fit."""
+        """The request's inputs in the artifact's order (on the CPU: ``run`` moves them),
+        or a ``ProtocolError`` naming what does not fit."""
         arrived = time.perf_counter_ns()
         given = set(request.inputs)
         if given != set(self.input_names):
@@ -163,11 +164,10 @@ class ServedModel:
         tensors = []
         for i, (name, spec) in enumerate(zip(self.input_names, self.input_specs)):
             array = request.inputs[name]
-            dynamic = self._dynamic(i)
-            expected = [dynamic.get(a, str(d)) for a, d in enumerate(spec.shape)]
-            fits = array.ndim == len(spec.shape) and all(a in dynamic or array.shape[a] == d for a, d in enumerate(spec.shape))
-            if not fits:
-                raise ProtocolError(f"input {name!r}: expected shape [{', '.join(expected)}], got {list(array.shape)}")
+            axes = self.plan.input_axes[i] if self.plan is not None else {}
+            problem = shape_problem(f"input {name!r}", array.shape, spec.shape, axes)
+            if problem is not None:
+                raise ProtocolError(problem)
             if datatype_of(array.dtype) != datatype_of(spec.dtype):
                 raise ProtocolError(
                     f"input {name!r}: expected datatype {datatype_of(spec.dtype)}, got {datatype_of(array.dtype)}"
