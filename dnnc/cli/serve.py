@@ -58,6 +58,11 @@ def serve_command(
     manifest = read_manifest(artifact)  # a bad file fails here, before any process starts
     name = name or artifact.stem
     ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    # Ours from here on, in place of Ray's: a signal that comes while the application
+    # starts (its routes answer before serve.run returns) stops it once it has started.
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         available = int(ray.cluster_resources().get("GPU", 0))
         on_gpu = manifest.target != "cpu" and available > 0
@@ -81,9 +86,6 @@ def serve_command(
             else f"{count} replica(s) without a GPU"
         )
         console.print(f"serving {name} at http://{host}:{port}/v2/models/{name}/infer on {where}; Ctrl-C stops")
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
         stop.wait()
         console.print("stopping")
         serve.shutdown()

@@ -140,3 +140,16 @@ def test_dnnc_serve_end_to_end(tmp_path: Path) -> None:
     finally:
         if server["process"].poll() is None:
             server["process"].kill()
+
+
+def test_sigterm_as_soon_as_it_is_ready_stops_cleanly(tmp_path: Path) -> None:
+    """The routes answer before the server's own start has returned: a SIGTERM then
+    still stops it cleanly (exit 0, not Ray's own handler's 15)."""
+    server = _started(tmp_path)
+    process = server["process"]
+    try:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, server["log"].read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
