@@ -31,6 +31,9 @@ import torch
 ARTIFACT = Path(os.environ.get("DNNC_SERVE_BENCH_DIR", "/tmp/dnnc-serve-bench")) / "r50.dnnc"
 BUCKETS = [1, 8, 32]
 CONCURRENCY = [1, 8, 32, 128]
+"""Requests in flight, each of one image."""
+CONCURRENCY_8 = [1, 4, 16]
+"""Requests in flight, each of eight images (a client that batches its own)."""
 SECONDS = 4.0
 WARMUP_S = 1.5
 
@@ -61,10 +64,52 @@ def prepare(out: Path) -> None:
             x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.float16)
             ms = median_ms(lambda x=x: loaded(x))
             direct[batch] = {"median_ms": ms, "images_per_s": batch / ms * 1e3}
-    record = {"environment": environment(), "compile_s": compile_s, "artifact_bytes": ARTIFACT.stat().st_size, "direct": direct}
+    record = {
+        "environment": environment(),
+        "compile_s": compile_s,
+        "artifact_bytes": ARTIFACT.stat().st_size,
+        "direct": direct,
+        "served_run": served_run_ms(),
+    }
     path = result_path(out, "serve-direct")
     path.write_text(json.dumps(record, indent=1))
     print(json.dumps(record["direct"]), f"compile {compile_s:.1f} s", f"wrote {path}")
+
+
+class PerRequestInputs:
+    """The inputs' way to the device without staging buffers: each request's tensors
+    moved on their own, then concatenated on the device (fresh memory every call)."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+    def stage(self, requests: Any) -> list[torch.Tensor]:
+        return [torch.cat([p.to(self.device) for p in parts]) for parts in zip(*requests)]
+
+
+def served_run_ms() -> dict[str, Any]:
+    """``ServedModel.run`` on gathered one-image requests, without Ray: a call's host
+    and device time in the replica, with the staging buffers and with per-request
+    tensors (the A/B of the staging change, in one process)."""
+    from dnnc.serving.model import Pending, ServedModel
+
+    served = ServedModel.load(ARTIFACT, name="r50")
+    served.warm_up()
+    staging = served.staging
+    images = [torch.randn(1, 3, 224, 224).half() for _ in range(32)]
+    result: dict[str, Any] = {}
+    for label, way in (("staged", staging), ("per-request", PerRequestInputs(served.module.device))):
+        served.staging = way
+        for requests in (1, 7, 8, 32):
+            times = []
+            for _ in range(60):
+                pending = [Pending([images[i]], 0, 1) for i in range(requests)]
+                started = time.perf_counter()
+                served.run(pending)
+                times.append((time.perf_counter() - started) * 1e3)
+            result[f"{label}-{requests}"] = statistics.median(times[10:])
+    served.staging = staging
+    return result
 
 
 class TorchBuckets:
@@ -152,6 +197,7 @@ def _client(args: tuple[str, bytes, dict[str, str], int, float, float]) -> list[
 
 def _load(url: str, image: np.ndarray, concurrency: int) -> dict[str, Any]:
     body, headers = _body(image)
+    rows = image.shape[0]
     processes = min(4, concurrency)
     shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
@@ -160,8 +206,10 @@ def _load(url: str, image: np.ndarray, concurrency: int) -> dict[str, Any]:
     q = statistics.quantiles(latencies, n=100)
     return {
         "concurrency": concurrency,
+        "images_per_request": rows,
         "requests": len(latencies),
-        "images_per_s": len(latencies) / SECONDS,
+        "requests_per_s": len(latencies) / SECONDS,
+        "images_per_s": len(latencies) * rows / SECONDS,
         "p50_ms": q[49] * 1e3,
         "p99_ms": q[98] * 1e3,
     }
@@ -199,10 +247,12 @@ def serve_variants(gpus: int, out: Path) -> None:
         if error > 2e-2:
             entry["status"] = "wrong result"
         else:
-            for c in CONCURRENCY:
-                level = _load(url, image, c)
-                entry["levels"].append(level)
-                print(variant, json.dumps(level), flush=True)
+            eight = np.concatenate([image] * 8)
+            for images, levels in ((image, CONCURRENCY), (eight, CONCURRENCY_8)):
+                for c in levels:
+                    level = _load(url, images, c)
+                    entry["levels"].append(level)
+                    print(variant, json.dumps(level), flush=True)
             stats = {}
             for _ in range(8 * gpus):  # each GET reaches one replica: gather every replica's counts
                 s = requests.get(f"http://127.0.0.1:8000/{name}/v2/models/{name}/stats", timeout=30).json()

@@ -117,6 +117,12 @@ class BucketedModule(InferenceModule):
     def bind(self, *args: Any) -> Any:
         raise DnncError("bind one bucket's program: module.bucket(batch=8).bind(...) (a binding has fixed shapes)")
 
+    def check_indices(self) -> None:
+        """Every built bucket's ``check_indices``: wait for the calls made so far and
+        raise if a GPU kernel met a gather index out of range in any of them."""
+        for module in self.modules.values():
+            module.check_indices()
+
     def summary(self) -> dict[str, Any]:
         """Each bucket's ``summary()``, by label."""
         return {self.plan.label(k): m.summary() for k, m in self.modules.items()}

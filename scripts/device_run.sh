@@ -45,6 +45,12 @@
 #   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
 #              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
 #              $BUCKET_VARIANTS picks; bench/buckets.py)
+#   serve-prepare  ResNet-50 compiled for batch 1..32 and saved for serving, timed called directly
+#              and through the served model's call path without a server (bench/serve_bench.py)
+#   serve      that artifact served by `dnnc serve`'s deployment on Ray Serve, and torch.compile
+#              served the same way, under load ($SERVE_GPUS replicas, one per GPU); installs the
+#              wheels of .whl-serve/ (Ray Serve's, carried in a call of their own: together with
+#              .whl/ they pass the carry limit; scripts/trim_ray_wheel.py cuts Ray's wheel down)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -158,6 +164,15 @@ for step in $steps; do
         python3 bench/buckets.py --workload "$w" ${BUCKET_VARIANTS:+--variants "$BUCKET_VARIANTS"} ${BUCKET_NAME:+--name "$w-$BUCKET_NAME"} \
           --out "$OUT" 2>&1 | tee "$OUT/buckets-$w.log" || status=1
       done ;;
+    serve-prepare)
+      python3 bench/serve_bench.py prepare --out "$OUT" 2>&1 | tee "$OUT/serve-prepare.log" || status=1 ;;
+    serve)
+      if compgen -G ".whl-serve/*.whl" >/dev/null; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-serve .whl-serve/*.whl || exit 1
+        export PYTHONPATH="$PYTHONPATH:/tmp/site-serve"
+      fi
+      [ -f "${DNNC_SERVE_BENCH_DIR:-/tmp/dnnc-serve-bench}/r50.dnnc" ] || python3 bench/serve_bench.py prepare --out "$OUT" 2>&1 | tee "$OUT/serve-prepare.log"
+      python3 bench/serve_bench.py serve --gpus "${SERVE_GPUS:-1}" --out "$OUT" 2>&1 | tee "$OUT/serve.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \

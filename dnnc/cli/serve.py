@@ -24,7 +24,11 @@ from dnnc.errors import DnncError
     "--max-batch", type=click.IntRange(min=1), default=32, show_default=True, help="Requests gathered into one call at most."
 )
 @click.option(
-    "--max-delay-ms", type=click.FloatRange(min=0), default=5.0, show_default=True, help="How long a batch waits to fill."
+    "--max-delay-ms",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="How long a batch waits to fill; 0 runs what has arrived as soon as the model is free.",
 )
 @click.option("--replicas", type=click.IntRange(min=1), default=None, help="Replicas (default: one per GPU, or one).")
 @click.option(

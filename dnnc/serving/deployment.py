@@ -36,8 +36,10 @@ class ServeOptions:
     name: str
     max_batch: int = 32
     """Requests gathered into one call at most (rows are bounded by the largest bucket too)."""
-    max_delay_ms: float = 5.0
-    """How long the first request of a batch waits for others."""
+    max_delay_ms: float = 0.0
+    """How long the first request of a batch waits for others. At 0 a batch is what
+    arrived while the model ran the one before (Triton's dynamic batcher's default
+    too): no wait when requests are few, full batches under load."""
     replicas: int = 1
     gpus_per_replica: float = 0.0
     """1 on a GPU machine: each replica gets its own GPU (Ray sets its visible device)."""

@@ -14,6 +14,7 @@ No serving engine here: ``deployment`` puts this behind one.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ class ServedModel:
                 "batch" in axes for axes in self.plan.output_axes
             )
         self.stats = Stats()
+        self.staging = Staging(module.device, self.input_specs)
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, name: str | None = None) -> ServedModel:
@@ -179,7 +181,7 @@ class ServedModel:
             except DnncError as e:
                 raise ProtocolError(str(e)) from None
         rows = tensors[0].shape[0] if tensors and tensors[0].dim() else 1
-        return Pending(tensors, arrived, rows)  # moved to the device by ``run``, on the model's thread
+        return Pending(tensors, arrived, rows)  # staged onto the device by ``run``, on the model's thread
 
     def run(self, pending: Sequence[Pending]) -> list[dict[str, np.ndarray] | ProtocolError]:
         """Every request's outputs (or its error), gathering those that can share a call.
@@ -187,9 +189,6 @@ class ServedModel:
         caller runs it on one thread, since a CUDA graph being captured forbids other
         threads' work on the GPU."""
         started = time.perf_counter_ns()
-        device = self.module.device
-        for p in pending:
-            p.inputs = [t.to(device) for t in p.inputs]
         results: list[dict[str, np.ndarray] | ProtocolError | None] = [None] * len(pending)
         for group in self._gathered(pending):
             self._run_group([pending[i] for i in group], group, results)
@@ -220,11 +219,7 @@ class ServedModel:
         self.stats.executions += 1
         self.stats.batch_sizes[len(group)] = self.stats.batch_sizes.get(len(group), 0) + 1
         try:
-            if len(group) == 1:
-                outputs = self._call(group[0].inputs)
-            else:
-                inputs = [torch.cat(parts) for parts in zip(*(p.inputs for p in group))]
-                outputs = self._call(inputs)
+            outputs = self._call(self.staging.stage([p.inputs for p in group]))
         except Exception as e:  # the call failed: alone, each request fails or succeeds by itself
             if len(group) == 1:
                 results[where[0]] = ProtocolError(f"model {self.name!r} failed on this request: {type(e).__name__}: {e}")
@@ -246,20 +241,88 @@ class ServedModel:
     def _call(self, inputs: list[torch.Tensor]) -> dict[str, np.ndarray]:
         with torch.inference_mode():
             out = self.module(*inputs)
+        check = getattr(self.module, "check_indices", None)
+        if check is not None:  # a GPU kernel's out-of-range index is this call's error, not a later request's
+            check()
         leaves = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         return {n: t.detach().cpu().numpy() for n, t in zip(self.output_names, leaves)}
 
+    def _warm_up_sizes(self) -> list[dict[str, int]]:
+        """Every bucket's sizes, and for each bucket the sizes one below it where
+        those run on it padded: a padded call reads the bucket's padding buffers, a
+        placement of its own for the runtime's graphs."""
+        assert self.plan is not None
+        sizes = []
+        for key in self.plan.buckets():
+            sizes.append(dict(zip(self.plan.names, key)))
+            below = tuple(s - 1 for s in key)
+            if all(self.plan.ranges[n].low <= s for n, s in zip(self.plan.names, below)) and self.plan.bucket_for(below) == key:
+                sizes.append(dict(zip(self.plan.names, below)))
+        return sizes
+
     def warm_up(self) -> None:
-        """One call on zeros (every bucket's on a bucketed module), so the first
-        request pays no capture: what readiness waits for."""
+        """Calls on zeros (of every bucket, exact and padded, on a bucketed module),
+        so no request pays for a capture: what readiness waits for."""
         from dnnc.buckets import resized
 
-        if self.plan is None:
-            self._call([torch.zeros(s.shape, dtype=s.dtype, device=self.module.device) for s in self.input_specs])
-            return
-        for key in self.plan.buckets():
-            sizes = dict(zip(self.plan.names, key))
-            zeros = [torch.zeros(s.shape, dtype=s.dtype, device=self.module.device) for s in self.input_specs]
-            inputs = [resized(z, axes, sizes) for z, axes in zip(zeros, self.plan.input_axes)]
-            for _ in range(3):  # the graphs on static copies, then on the inputs' own memory
-                self._call(inputs)
+        zeros = [torch.zeros(s.shape, dtype=s.dtype) for s in self.input_specs]
+        calls = (
+            [zeros]
+            if self.plan is None
+            else [[resized(z, a, sizes) for z, a in zip(zeros, self.plan.input_axes)] for sizes in self._warm_up_sizes()]
+        )
+        for inputs in calls:
+            for _ in range(3):  # the graphs on static copies, then on the staging buffers' own memory
+                self._call(self.staging.stage([inputs]))
+
+
+class Staging:
+    """Where requests' inputs are gathered on their way to the device: per input, one
+    page-locked host buffer and one device buffer, each as large as the largest call
+    seen (the largest bucket's input, from the start), reused by every call.
+
+    Every call of a given size then hands the model the same device memory, so the
+    runtime replays the CUDA graph it captured on that memory, with no copy into
+    graph buffers and no new capture; tensors allocated per request come back at a
+    few alternating addresses, which would have the runtime capture new graphs
+    again and again. The host-to-device copy is one transfer from page-locked
+    memory per input. On the CPU the parts are only concatenated.
+    """
+
+    def __init__(self, device: str, specs: Sequence[Any]):
+        self.device = device
+        self._host: list[torch.Tensor | None] = [None] * len(specs)
+        self._device: list[torch.Tensor | None] = [None] * len(specs)
+        if device != "cpu":
+            for i, spec in enumerate(specs):
+                self._buffers(i, spec.dtype, math.prod(spec.shape))
+
+    def _buffers(self, index: int, dtype: torch.dtype, numel: int) -> tuple[torch.Tensor, torch.Tensor]:
+        host, dev = self._host[index], self._device[index]
+        if host is None or dev is None or host.dtype != dtype or host.numel() < numel:
+            host = torch.empty(numel, dtype=dtype, pin_memory=True)
+            dev = torch.empty(numel, dtype=dtype, device=self.device)
+            self._host[index], self._device[index] = host, dev
+        return host, dev
+
+    def stage(self, requests: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+        """The inputs of one call: each input's parts (one per request, on the CPU)
+        concatenated along dimension 0, on the model's device. A caller reads the
+        call's outputs back (a synchronization) before staging the next call."""
+        staged = []
+        for index, parts in enumerate(zip(*requests)):
+            shape = (sum(p.shape[0] for p in parts), *parts[0].shape[1:]) if parts[0].dim() else ()
+            if self.device == "cpu":
+                staged.append(torch.cat(parts) if len(parts) > 1 else parts[0])
+                continue
+            numel = math.prod(shape)
+            host, dev = self._buffers(index, parts[0].dtype, numel)
+            host_view = host[:numel].view(shape)
+            if len(parts) == 1:
+                host_view.copy_(parts[0])
+            else:
+                torch.cat(parts, out=host_view)
+            target = dev[:numel].view(shape)
+            target.copy_(host_view, non_blocking=True)
+            staged.append(target)
+        return staged
