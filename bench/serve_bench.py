@@ -233,7 +233,7 @@ def serve_variants(gpus: int, out: Path) -> None:
     for variant, loader in (("dnnc", None), ("torch.compile", "bench.serve_bench:torch_compiled")):
         name = "r50" if loader is None else "r50tc"
         options = ServeOptions(
-            name, max_batch=32, max_delay_ms=2.0, replicas=gpus, gpus_per_replica=1.0, cpus_per_replica=2.0, loader=loader
+            name, max_batch=32, replicas=gpus, gpus_per_replica=1.0, cpus_per_replica=2.0, loader=loader
         )
         started = time.perf_counter()
         serve.run(application(ARTIFACT, options), name=name, route_prefix=f"/{name}")  # its routes under /<name>
