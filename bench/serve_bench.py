@@ -215,7 +215,7 @@ def _load(url: str, image: np.ndarray, concurrency: int) -> dict[str, Any]:
     }
 
 
-def serve_variants(gpus: int, out: Path) -> None:
+def serve_variants(gpus: int, out: Path, wanted: list[str], name: str | None) -> None:
     import ray
     import requests
     from ray import serve
@@ -230,11 +230,10 @@ def serve_variants(gpus: int, out: Path) -> None:
     ray.init(include_dashboard=False, log_to_driver=False, logging_level="WARNING")  # replicas inherit PYTHONPATH
     serve.start(http_options={"host": "127.0.0.1", "port": 8000})
     record: dict[str, Any] = {"environment": environment(), "gpus": gpus, "buckets": BUCKETS, "variants": {}}
-    for variant, loader in (("dnnc", None), ("torch.compile", "bench.serve_bench:torch_compiled")):
+    variants = (("dnnc", None), ("torch.compile", "bench.serve_bench:torch_compiled"))
+    for variant, loader in [(v, loader) for v, loader in variants if v in wanted]:
         name = "r50" if loader is None else "r50tc"
-        options = ServeOptions(
-            name, max_batch=32, replicas=gpus, gpus_per_replica=1.0, cpus_per_replica=2.0, loader=loader
-        )
+        options = ServeOptions(name, max_batch=32, replicas=gpus, gpus_per_replica=1.0, cpus_per_replica=2.0, loader=loader)
         started = time.perf_counter()
         serve.run(application(ARTIFACT, options), name=name, route_prefix=f"/{name}")  # its routes under /<name>
         ready_s = time.perf_counter() - started
@@ -248,11 +247,15 @@ def serve_variants(gpus: int, out: Path) -> None:
             entry["status"] = "wrong result"
         else:
             eight = np.concatenate([image] * 8)
-            for images, levels in ((image, CONCURRENCY), (eight, CONCURRENCY_8)):
-                for c in levels:
-                    level = _load(url, images, c)
-                    entry["levels"].append(level)
-                    print(variant, json.dumps(level), flush=True)
+            try:
+                for images, levels in ((image, CONCURRENCY), (eight, CONCURRENCY_8)):
+                    for c in levels:
+                        level = _load(url, images, c)
+                        entry["levels"].append(level)
+                        print(variant, json.dumps(level), flush=True)
+            except Exception as e:  # a level that failed is a result too: the others stay recorded
+                entry["status"] = f"{type(e).__name__}: {e}"[:2000]
+                print(variant, entry["status"], flush=True)
             stats = {}
             for _ in range(8 * gpus):  # each GET reaches one replica: gather every replica's counts
                 s = requests.get(f"http://127.0.0.1:8000/{name}/v2/models/{name}/stats", timeout=30).json()
@@ -262,7 +265,8 @@ def serve_variants(gpus: int, out: Path) -> None:
         serve.delete(name)
     serve.shutdown()
     ray.shutdown()
-    path = result_path(out, "serve", f"{gpus}gpu")
+    record["ray_serve_environment"] = {k: v for k, v in os.environ.items() if k.startswith("RAY_SERVE_")}
+    path = result_path(out, "serve", f"{gpus}gpu" + (f"-{name}" if name else ""))
     path.write_text(json.dumps(record, indent=1))
     print(f"wrote {path}")
 
@@ -271,12 +275,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("step", choices=["prepare", "serve"])
     parser.add_argument("--gpus", type=int, default=1)
+    parser.add_argument("--variants", default="dnnc,torch.compile", help="Which served models: dnnc, torch.compile.")
+    parser.add_argument("--name", default=None, help="Goes into the result file's name.")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or Path(__file__).with_name("results")))
     args = parser.parse_args()
     if args.step == "prepare":
         prepare(args.out)
     else:
-        serve_variants(args.gpus, args.out)
+        serve_variants(args.gpus, args.out, args.variants.split(","), args.name)
 
 
 if __name__ == "__main__":

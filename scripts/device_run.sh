@@ -50,7 +50,8 @@
 #   serve      that artifact served by `dnnc serve`'s deployment on Ray Serve, and torch.compile
 #              served the same way, under load ($SERVE_GPUS replicas, one per GPU); installs the
 #              wheels of .whl-serve/ (Ray Serve's, carried in a call of their own: together with
-#              .whl/ they pass the carry limit; scripts/trim_ray_wheel.py cuts Ray's wheel down)
+#              .whl/ they pass the carry limit; scripts/trim_ray_wheel.py cuts Ray's wheel down;
+#              $SERVE_VARIANTS: dnnc,torch.compile; $SERVE_NAME goes into the file name)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -172,7 +173,9 @@ for step in $steps; do
         export PYTHONPATH="$PYTHONPATH:/tmp/site-serve"
       fi
       [ -f "${DNNC_SERVE_BENCH_DIR:-/tmp/dnnc-serve-bench}/r50.dnnc" ] || python3 bench/serve_bench.py prepare --out "$OUT" 2>&1 | tee "$OUT/serve-prepare.log"
-      python3 bench/serve_bench.py serve --gpus "${SERVE_GPUS:-1}" --out "$OUT" 2>&1 | tee "$OUT/serve.log" || status=1 ;;
+      # shellcheck disable=SC2086
+      python3 bench/serve_bench.py serve --gpus "${SERVE_GPUS:-1}" ${SERVE_VARIANTS:+--variants "$SERVE_VARIANTS"} \
+        ${SERVE_NAME:+--name "$SERVE_NAME"} --out "$OUT" 2>&1 | tee "$OUT/serve${SERVE_NAME:+-$SERVE_NAME}.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
