@@ -215,7 +215,7 @@ def _load(url: str, image: np.ndarray, concurrency: int) -> dict[str, Any]:
     }
 
 
-def serve_variants(gpus: int, out: Path, wanted: list[str], name: str | None) -> None:
+def serve_variants(gpus: int, out: Path, wanted: list[str], tag: str | None) -> None:
     import ray
     import requests
     from ray import serve
@@ -266,7 +266,7 @@ def serve_variants(gpus: int, out: Path, wanted: list[str], name: str | None) ->
     serve.shutdown()
     ray.shutdown()
     record["ray_serve_environment"] = {k: v for k, v in os.environ.items() if k.startswith("RAY_SERVE_")}
-    path = result_path(out, "serve", f"{gpus}gpu" + (f"-{name}" if name else ""))
+    path = result_path(out, "serve", f"{gpus}gpu" + (f"-{tag}" if tag else ""))
     path.write_text(json.dumps(record, indent=1))
     print(f"wrote {path}")
 
