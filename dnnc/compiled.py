@@ -104,6 +104,9 @@ class CompiledModule(InferenceModule):
         self._index_check: IndexCheck | None = None
         """The gathering steps' out-of-range flags (GPU programs that gather; the
         reference backend raises by itself)."""
+        self.placed = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device("cpu")
+        """The device the program was built on and runs on, with its index: the GPU
+        current when it was built. Inputs must be there."""
         if device == "cuda":
             from dnnc.runtime.arena import ArenaRunner
             from dnnc.runtime.cuda_graph import CudaGraphRunner
@@ -130,7 +133,13 @@ class CompiledModule(InferenceModule):
             flat: list[Any] = list(args)  # the common call: nothing to flatten or convert
         else:
             flat = as_tensors(self._flatten(args))
-        check_inputs(self.input_specs, flat, self.device)
+        check_inputs(self.input_specs, flat, self.placed)
+        if self.device == "cuda" and torch.cuda.current_device() != self.placed.index:
+            with torch.cuda.device(self.placed):  # its graphs, streams and kernels are that GPU's
+                return self._run(flat)
+        return self._run(flat)
+
+    def _run(self, flat: list[Any]) -> Any:
         if self._index_check is not None:
             self._index_check.before_call()
         outputs = self._runner.run(flat)
@@ -150,7 +159,7 @@ class CompiledModule(InferenceModule):
         if strangers:
             kind = type(leaves[strangers[0]]).__name__
             raise InputError(f"bind: input {strangers[0]} is a {kind}; bind takes the torch tensors it will read at every replay")
-        check_inputs(self.input_specs, leaves, self.device)
+        check_inputs(self.input_specs, leaves, self.placed)
         bind = getattr(self._runner, "bind", None)
         outputs, launch = bind(leaves) if bind is not None else by_running(self._runner.run, leaves)
         if self._index_check is not None:

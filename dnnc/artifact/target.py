@@ -18,10 +18,10 @@ def runtime_device(target: str, requested: str | None, source: Path) -> str:
     and is refused on a GPU; a GPU artifact runs on the reference backend where there is
     no GPU, and on a GPU of another architecture after rebuilding its kernels (warned)."""
     requested = requested or knobs.get().device
-    if requested not in ("auto", "cpu", "cuda"):
-        raise ArtifactError(f"unknown device {requested!r}: expected 'auto', 'cpu' or 'cuda'")
+    if requested not in ("auto", "cpu", "cuda") and not requested.startswith("cuda:"):
+        raise ArtifactError(f"unknown device {requested!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'")
     if target == "cpu":
-        if requested == "cuda":
+        if requested.startswith("cuda"):
             raise ArtifactError(
                 f"artifact {source} was compiled for the CPU reference backend (target 'cpu') and cannot run on cuda: "
                 "compile the model with --device cuda"

@@ -47,7 +47,7 @@ def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: to
     goes through this, so the common case (all fit) costs a few comparisons."""
     if len(args) != len(specs):
         raise InputError(f"expected {len(specs)} input(s) ({', '.join(s.describe() for s in specs)}), got {len(args)}")
-    device_type = None if device is None else torch.device(device).type
+    want = None if device is None else torch.device(device)
     for i, (spec, arg) in enumerate(zip(specs, args)):
         if not isinstance(arg, torch.Tensor):
             raise InputError(f"input {i}: expected a tensor of {spec.describe()}, got {type(arg).__name__}")
@@ -57,5 +57,5 @@ def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: to
             )
         if arg.dtype != spec.dtype:
             raise InputError(f"input {i}: expected dtype {spec.dtype}, got {arg.dtype} (compiled for {spec.describe()})")
-        if device_type is not None and arg.device.type != device_type:
-            raise InputError(f"input {i}: expected a tensor on {device_type}, got one on {arg.device}")
+        if want is not None and arg.device != want and (want.index is not None or arg.device.type != want.type):
+            raise InputError(f"input {i}: expected a tensor on {want}, got one on {arg.device}")
