@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -40,7 +41,7 @@ from dnnc.workers import WorkerPool, worth_sending
 log = logging.getLogger("dnnc.triton")
 
 _modules: dict[str, Any] = {}
-_compiled: dict[str, Any] = {}
+_compiled: dict[tuple[str, int], Any] = {}
 _cache = ContentCache("triton")
 
 
@@ -128,15 +129,17 @@ def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -
     """``triton.compile`` of ``source`` for ``target``: a ``CompiledKernel``, cached by content."""
     options = dict(source.options)
     key = _key(source, target, aligned)
-    if key in _compiled:
-        return _compiled[key]
+    # A kernel's loaded module belongs to the GPU current when it was loaded: one object per GPU.
+    here = (key, torch.cuda.current_device() if torch.cuda.is_available() else -1)
+    if here in _compiled:
+        return _compiled[here]
     src = ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
     kernel = _from_cache(key, src)
     if kernel is None:
         with progress.span("triton.compile in this process"):
             kernel = triton.compile(src, target=target, options=options)
         _store(key, kernel)
-    _compiled[key] = kernel
+    _compiled[here] = kernel
     return kernel
 
 
@@ -177,7 +180,8 @@ def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:
     A source that fails here is left to ``compile_for``, which reports the error.
     Returns how many were compiled."""
     settings = knobs.get()
-    missing = [s for s in sources if _key(s, target, True) not in _compiled and _cache.get(_key(s, target, True)) is None]
+    loaded = {key for key, _ in _compiled}
+    missing = [s for s in sources if _key(s, target, True) not in loaded and _cache.get(_key(s, target, True)) is None]
     if settings.compile_workers < 2 or not settings.cache:
         return 0
     pool = _workers(settings.compile_workers)
