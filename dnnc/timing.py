@@ -6,6 +6,11 @@ candidate looks the same. So the calls are captured in a CUDA graph and the
 replay is timed: the events see only GPU work. Candidates that cannot be
 captured are timed the plain way (launch overhead included), which is still a
 fair comparison between them for large problems.
+
+Five calls per graph keep a capture cheap: a compile times hundreds of candidates.
+Triton's ``do_bench_cudagraph`` unrolls about 20 ms of calls into one graph and
+replays it ten times (at least 0.2 s a candidate), raises where a capture fails and
+has no cut-off for a candidate already far behind; hence this function.
 """
 
 from __future__ import annotations
