@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
+from dnnc import progress
 from dnnc.cli.common import console, load_model, model_options, user_errors
 
 
@@ -31,19 +33,25 @@ def tune_command(
 
     module, inputs, name = load_model(model, factory_args, dtype, batch)
     module = module.eval()
-    with console.status(f"tuning {name} on the GPU (partition auto, measured)"):
+    with (
+        console.status(f"tuning {escape(name)} on the GPU (partition auto, measured)") as status,
+        progress.watching(lambda p: status.update(f"tuning {escape(name)} on the GPU: {escape(p.line())}")) as counts,
+    ):
         run = tuning.tune(module, inputs, sku=sku)
     tuned = run.tuned
     output.write_text(tuning.spec_text(tuned, name, run.device.name))
     console.print(
-        f"tuned {name} on {run.device.name} in {run.seconds:.1f} s: {tuned.sites} sites, "
-        f"{len(tuned.records)} records written to {output}"
+        f"tuned {name} on {run.device.name} in {run.seconds:.1f} s ({counts.timed} candidate groups timed, "
+        f"{counts.kernels} kernels built): {tuned.sites} sites, {len(tuned.records)} records written to {output}"
     )
     for line in tuned.conflicts + tuned.skipped:
         console.print(f"[yellow]note[/yellow]: {line}")
     if not check:
         return
-    with console.status("compiling with the spec alone"):
+    with (
+        console.status("compiling with the spec alone") as status,
+        progress.watching(lambda p: status.update(f"compiling with the spec alone: {escape(p.line())}")),
+    ):
         checked = tuning.check_spec(run, module, inputs, str(output))
     decisions, groups, differences = checked.decisions, checked.groups, checked.differences
     measured = decisions.get("measured")
