@@ -49,3 +49,16 @@ def test_a_tuned_spec_reproduces_the_measured_compile(tmp_path: Path) -> None:
     )
     torch.testing.assert_close(applied(x), run.compiled(x), rtol=2e-3, atol=2e-3)  # other groups may autotune apart
     assert seconds < run.seconds
+
+
+def test_the_tune_command_reports_its_progress_and_writes_the_spec(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dnnc.cli import main
+
+    spec = tmp_path / "block.toml"
+    with knobs.override(cache_dir=tmp_path / "cache"):
+        result = CliRunner().invoke(main, ["tune", "dnnc.models:conv_block", "-o", str(spec), "--no-check"])
+    assert result.exit_code == 0, result.output
+    assert "candidate groups timed" in result.output and "kernels built" in result.output, result.output
+    assert load_library(spec)[0].records
