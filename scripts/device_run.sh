@@ -45,6 +45,8 @@
 #   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
 #              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
 #              $BUCKET_VARIANTS picks; bench/buckets.py)
+#   cold-load  an artifact loaded in fresh processes with empty caches, with its stored Triton
+#              kernels and without them ($COLD_LOAD_WORKLOADS; bench/cold_load.py)
 #   serve-prepare  ResNet-50 compiled for batch 1..32 and saved for serving, timed called directly
 #              and through the served model's call path without a server (bench/serve_bench.py)
 #   serve      that artifact served by `dnnc serve`'s deployment on Ray Serve, and torch.compile
@@ -165,6 +167,9 @@ for step in $steps; do
         python3 bench/buckets.py --workload "$w" ${BUCKET_VARIANTS:+--variants "$BUCKET_VARIANTS"} ${BUCKET_NAME:+--name "$w-$BUCKET_NAME"} \
           --out "$OUT" 2>&1 | tee "$OUT/buckets-$w.log" || status=1
       done ;;
+    cold-load)
+      python3 bench/cold_load.py ${COLD_LOAD_WORKLOADS:+--workloads "$COLD_LOAD_WORKLOADS"} --out "$OUT" 2>&1 \
+        | tee "$OUT/cold-load.log" || status=1 ;;
     serve-prepare)
       python3 bench/serve_bench.py prepare --out "$OUT" 2>&1 | tee "$OUT/serve-prepare.log" || status=1 ;;
     serve)

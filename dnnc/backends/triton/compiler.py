@@ -42,6 +42,9 @@ log = logging.getLogger("dnnc.triton")
 
 _modules: dict[str, Any] = {}
 _compiled: dict[tuple[str, int], Any] = {}
+_objects: dict[str, dict[str, Any]] = {}
+"""Content key -> a compiled kernel's files (base64) as compiled or read here: what an
+artifact stores of it (``object_of``)."""
 _cache = ContentCache("triton")
 
 
@@ -125,15 +128,19 @@ def _key(source: KernelSource, target: GPUTarget, aligned: bool) -> str:
     )
 
 
+def _here(key: str) -> tuple[str, int]:
+    """A kernel's loaded module belongs to the GPU current when it was loaded: one object per GPU."""
+    return key, torch.cuda.current_device() if torch.cuda.is_available() else -1
+
+
 def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -> Any:
     """``triton.compile`` of ``source`` for ``target``: a ``CompiledKernel``, cached by content."""
     options = dict(source.options)
     key = _key(source, target, aligned)
-    # A kernel's loaded module belongs to the GPU current when it was loaded: one object per GPU.
-    here = (key, torch.cuda.current_device() if torch.cuda.is_available() else -1)
+    here = _here(key)
     if here in _compiled:
         return _compiled[here]
-    src = ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
+    src = _ast_source(source, aligned)
     kernel = _from_cache(key, src)
     if kernel is None:
         with progress.span("triton.compile in this process"):
@@ -143,17 +150,32 @@ def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -
     return kernel
 
 
+def _ast_source(source: KernelSource, aligned: bool) -> ASTSource:
+    return ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
+
+
 def _store(key: str, kernel: Any) -> None:
     files = {}
     for name, path in kernel.metadata_group.items():
         files[name] = base64.b64encode(Path(path).read_bytes()).decode()
-    _cache.put_json(key, {"hash": kernel.hash, "files": files})
+    entry = {"hash": kernel.hash, "files": files}
+    _objects[key] = entry
+    _cache.put_json(key, entry)
 
 
 def _from_cache(key: str, src: ASTSource) -> Any | None:
     entry = _cache.get_json(key)
     if not entry:
         return None
+    kernel = _kernel_from(entry, src)
+    if kernel is not None:
+        _objects[key] = entry
+    return kernel
+
+
+def _kernel_from(entry: dict[str, Any], src: ASTSource) -> Any | None:
+    """A ``CompiledKernel`` from its files (Triton's metadata JSON and the binary, as
+    base64), or None where they do not make one."""
     try:
         from triton.compiler.compiler import CompiledKernel
 
@@ -163,13 +185,51 @@ def _from_cache(key: str, src: ASTSource) -> Any | None:
                 if Path(name).name != name:
                     return None  # a kernel file is named by Triton, never a path
                 path = Path(tmp) / name
-                path.write_bytes(base64.b64decode(data))
+                path.write_bytes(base64.b64decode(data, validate=True))
                 group[name] = str(path)
             kernel = CompiledKernel(src, group, entry["hash"])
             kernel.metadata_group = {}  # the files were read; the directory goes away
             return kernel
     except Exception:
         return None
+
+
+_OBJECT_SUFFIXES = (".json", ".cubin")
+"""What launching a compiled kernel reads: Triton's metadata and the binary (not the
+intermediate IR and PTX Triton also keeps)."""
+
+
+def object_of(source: KernelSource, capability: int) -> dict[str, Any] | None:
+    """The compiled kernel of ``source`` for ``sm_<capability>`` (the aligned one) as
+    an artifact stores it: its content key, Triton's hash and the files a launch
+    reads (base64); None where this process has not compiled or loaded it."""
+    key = _key(source, cuda_target(capability), True)
+    entry = _objects.get(key)
+    if entry is None:
+        return None
+    files = {n: d for n, d in entry["files"].items() if n.endswith(_OBJECT_SUFFIXES)}
+    if sorted(Path(n).suffix for n in files) != sorted(_OBJECT_SUFFIXES):
+        return None
+    return {"key": key, "hash": entry["hash"], "files": files}
+
+
+def adopt(source: KernelSource, capability: int, stored: dict[str, Any]) -> bool:
+    """Take an artifact's compiled kernel of ``source`` for ``sm_<capability>``, so
+    ``compile_for`` compiles nothing. Only where its content key is the one this
+    process computes: the same source, target, options, Triton and dnnc versions; a
+    kernel compiled anywhere else is compiled again from the source."""
+    key = _key(source, cuda_target(capability), True)
+    if stored.get("key") != key:
+        return False
+    here = _here(key)
+    if here in _compiled:
+        return True
+    kernel = _kernel_from(stored, _ast_source(source, True))
+    if kernel is None or kernel.name != source.name or kernel.metadata.target != cuda_target(capability):
+        return False
+    _objects[key] = {"hash": stored["hash"], "files": dict(stored["files"])}
+    _compiled[here] = kernel
+    return True
 
 
 def precompile(sources: Sequence[KernelSource], target: GPUTarget) -> int:

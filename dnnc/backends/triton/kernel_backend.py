@@ -2,8 +2,9 @@
 
 At compile time a group's configs are tuned (``compile_group``). Loading an artifact
 generates the kernel again from the program's IR and the recorded config with dnnc's
-own emitter and compiles that (no config is timed); the recorded source is only
-compared with it, never run. A record that differs from what this dnnc generates is
+own emitter (no config is timed); the recorded source is only compared with it, never
+run. The artifact's compiled kernel is loaded where it is the build of that very source
+for this target, Triton and dnnc (``compiler.adopt``); otherwise the source is compiled. A record that differs from what this dnnc generates is
 refused (``ArtifactError``) when the same dnnc version wrote it, since the file was
 changed; from another version it is a warning and the regenerated kernel runs. A
 record missing or not fitting its group (kind, tensor count, config) is compiled from
@@ -38,6 +39,10 @@ class TritonRecord:
 
     source: KernelSource
     config: dict[str, int] | None
+    compiled: dict[str, Any] | None = None
+    """The kernel compiled for the artifact's target (``compiler.object_of``, with its
+    ``target``), or None: taken at load where it is this process's own build of the
+    regenerated source (``compiler.adopt``), else the source is compiled."""
 
 
 def parse_records(records: Any, member: str) -> dict[int, TritonRecord]:
@@ -67,8 +72,28 @@ def parse_records(records: Any, member: str) -> dict[int, TritonRecord]:
         ordinal = r["ordinal"]
         if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0 or ordinal in parsed:
             raise ArtifactError(f"{member}: kernel record {i}: ordinal {ordinal!r} is not a new non-negative integer")
-        parsed[ordinal] = TritonRecord(source, None if config is None else dict(config))
+        compiled = r.get("object")
+        if compiled is not None:
+            problem = _object_problem(compiled)
+            if problem:
+                raise ArtifactError(f"{member}: kernel record {i}: object: {problem}")
+        parsed[ordinal] = TritonRecord(source, None if config is None else dict(config), compiled)
     return parsed
+
+
+def _object_problem(compiled: Any) -> str | None:
+    """Why a record's compiled kernel is malformed, or None."""
+    if not isinstance(compiled, dict):
+        return "expected a table"
+    for field in ("target", "key", "hash"):
+        if not isinstance(compiled.get(field), str):
+            return f"{field} must be a string"
+    files = compiled.get("files")
+    if not isinstance(files, dict) or not files or not all(isinstance(n, str) and isinstance(d, str) for n, d in files.items()):
+        return "files must be a table of file names to base64 text"
+    if any("/" in n or "\\" in n or n in ("", ".", "..") for n in files):
+        return "files must be plain file names"
+    return None
 
 
 def build(op: Operation, ordinal: int | None, context: BuildContext) -> GroupKernel:
@@ -82,7 +107,7 @@ def build(op: Operation, ordinal: int | None, context: BuildContext) -> GroupKer
 def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context: BuildContext) -> GroupKernel:
     import torch
 
-    from dnnc.backends.triton.compiler import interpreting
+    from dnnc.backends.triton.compiler import adopt, interpreting
     from dnnc.backends.triton.configs import candidates
     from dnnc.backends.triton.launch import TritonKernel, compile_group
 
@@ -113,7 +138,11 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     if interpret:
         return TritonKernel(regenerated, context.device, None, config)
     major, minor = torch.cuda.get_device_capability(context.device)
-    return TritonKernel(regenerated, context.device, major * 10 + minor, config)
+    capability = major * 10 + minor
+    compiled = record.compiled
+    if compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}":
+        adopt(regenerated, capability, compiled)  # where it does not fit, the source is compiled
+    return TritonKernel(regenerated, context.device, capability, config)
 
 
 def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:

@@ -69,10 +69,16 @@ class TritonKernel:
                 self._aligned._init_handles()  # load the module now, not during a CUDA graph capture
 
     def record(self) -> dict[str, Any]:
-        """The source (compared at load, never run) and the config it is generated again with."""
+        """The source (compared at load, never run), the config it is generated again
+        with, and the compiled kernel for this GPU's target (``compiler.object_of``),
+        which a load on the same target, Triton and dnnc takes instead of compiling."""
         s = self.source
         fields = {"kind": s.kind, "name": s.name, "text": s.text, "signature": s.signature, "options": s.options}
-        return {**fields, "grid": list(s.grid), "config": dict(self.config)}
+        record = {**fields, "grid": list(s.grid), "config": dict(self.config)}
+        stored = None if self._capability is None else compiler.object_of(s, self._capability)
+        if stored is not None:
+            record["object"] = {"target": f"sm_{self._capability}", **stored}
+        return record
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         if len(inputs) + len(outputs) != self._n_params:

@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import triton
 
@@ -85,6 +86,36 @@ def all_load_from_cache(sources, target) -> bool:
         triton.compile = real_compile
 
 
+def adopted(sources, target) -> dict:
+    """Each kernel as an artifact stores it (``object_of``), taken into a process
+    that has neither compiled it nor cached it (the cache is pointed at an empty
+    folder), with compiling made impossible; and a stored kernel whose content key is
+    another one's (another Triton, another source) refused."""
+    import tempfile
+
+    capability = target.arch
+    stored = [compiler.object_of(s, capability) for s in sources]
+    compiler._compiled.clear()
+    compiler._objects.clear()
+    real_compile = triton.compile
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled although the artifact holds this kernel")
+
+    with tempfile.TemporaryDirectory() as empty, knobs.override(cache_dir=empty):
+        triton.compile = refuse
+        try:
+            taken = all(o is not None and compiler.adopt(s, capability, o) for s, o in zip(sources, stored))
+            launched = all(compiler.compile_for(s, target).asm["cubin"][:4].hex() == "7f454c46" for s in sources)
+        finally:
+            triton.compile = real_compile
+        other = {**stored[0], "key": stored[1]["key"]}
+        compiler._compiled.clear()
+        refused = not compiler.adopt(sources[0], capability, other)
+        suffixes = sorted(Path(n).suffix for n in stored[0]["files"])
+    return {"adopted": taken and launched, "adopt_refused_other_key": refused, "object_files": suffixes}
+
+
 def main() -> dict:
     target = compiler.cuda_target(int(sys.argv[1]) if len(sys.argv) > 1 else 90)
     kinds: dict[str, str] = {}
@@ -105,6 +136,7 @@ def main() -> dict:
                 sources.append(source)
     # A second process would find every kernel in the cache.
     reloaded = all_load_from_cache(sources, target)
+    adoption = adopted(sources, target)
     # A failing compile is not remembered: it fails again, and is tried again.
     broken = replace(sources[0], text=sources[0].text.replace("tl.program_id(0)", "tl.program_id(0) + tl.no_such_op()"))
     failures = 0
@@ -117,6 +149,7 @@ def main() -> dict:
         **precompiled(target),
         "kinds": kinds,
         "reloaded": reloaded,
+        **adoption,
         "failures": failures,
         "channels_last": memory_instructions(target),
         "triton": triton.__version__,

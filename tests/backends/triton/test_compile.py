@@ -33,6 +33,9 @@ def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
     assert set(result["kinds"]) == set(KINDS)
     assert all(magic == "7f454c46" for magic in result["kinds"].values()), "a cubin is an ELF file"
     assert result["reloaded"], "every kernel loads from the cache without compiling"
+    assert result["adopted"], "every kernel an artifact stores loads without compiling, cache or no cache"
+    assert result["adopt_refused_other_key"], "a stored kernel under another content key is compiled again"
+    assert result["object_files"] == [".cubin", ".json"], "an artifact stores the binary and Triton's launch metadata"
     assert result["failures"] == 2, "a failed compile is not cached"
     assert any((tmp_path / "triton").rglob("*")), "compiled kernels are stored under the dnnc cache"
     assert result["precompile_sources"] >= 2 and result["precompiled"] == result["precompile_sources"], result

@@ -186,6 +186,26 @@ def test_malformed_recorded_configs_are_refused_when_read(lowered, config: objec
         parse_records(records, "triton.json")
 
 
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [
+        ("cubin", r"object: expected a table"),
+        ({"target": "sm_90", "key": "k", "hash": 1, "files": {"k.cubin": ""}}, r"object: hash must be a string"),
+        ({"target": "sm_90", "key": "k", "hash": "h", "files": {}}, r"object: files must be a table"),
+        (
+            {"target": "sm_90", "key": "k", "hash": "h", "files": {"../k.cubin": "AA=="}},
+            r"object: files must be plain file names",
+        ),
+    ],
+)
+def test_malformed_compiled_kernels_are_refused_when_read(lowered, stored: object, message: str) -> None:
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu"))
+    records[0]["object"] = stored
+    with pytest.raises(ArtifactError, match=message):
+        parse_records(records, "triton.json")
+
+
 def test_duplicate_ordinals_are_refused(lowered) -> None:
     program, _ = lowered
     records = triton_records(GpuExecutor(program, "cpu"))
