@@ -187,8 +187,12 @@ def explain(
 
     report = CompileReport()
     program = canonicalize(exported_program(model, example_inputs, report), report)
-    if knobs.get().cudnn_attention:
-        run_stage(program, "gpu-cudnn-attention", report)
+    from dnnc.partition.backends import BACKENDS
+
+    for name in backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]:
+        entry = BACKENDS.get(name)
+        for stage in entry.first_stages() if entry is not None and entry.available() else []:
+            run_stage(program, stage, report)  # as the compile runs them before partitioning
     policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")

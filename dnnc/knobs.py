@@ -64,8 +64,10 @@ class Knobs:
     of one model's tuned kernel time; BENCHMARKS.md). ``dnnc tune`` times them all.
     (DNNC_RUNTIME_COMPILED_PLANS)"""
     cudnn_attention: bool = False
-    """Outline attention for cuDNN's fused SDPA (``cudnn-attention``). Off by default:
-    its GPU path has not yet run on a GPU. (DNNC_CUDNN_ATTENTION)"""
+    """Give ``tcp.attention`` (``scaled_dot_product_attention``) to cuDNN's fused SDPA
+    too (``cudnn-attention``). Off by default: dnnc's Triton attention kernel is faster
+    at some shapes, cuDNN's at others. Attention written out as products and a softmax
+    goes to cuDNN's fused SDPA either way. (DNNC_CUDNN_ATTENTION)"""
     partition: Partition = "auto"
     """How GPU groups are chosen: ``auto`` prices candidate groups per backend (measured on
     the GPU), takes the cheapest cover and checks it against the single-backend programs as

@@ -28,8 +28,9 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     """The GPU lowering stages for the backends asked for. A priced policy (``auto``, the
     default ``knobs.partition``, ``cudnn-only``, ``triton-only``) lets one ``partition``
     decide for the whole graph; ``greedy`` runs each backend's stage in order. cuDNN is skipped
-    (and that said once) where the frontend is not installed; attention goes to
-    cuDNN only when ``knobs.cudnn_attention`` asks for it."""
+    (and that said once) where the frontend is not installed; attention written out
+    in steps goes to cuDNN's fused attention, ``tcp.attention`` only when
+    ``knobs.cudnn_attention`` asks for it."""
     from dnnc.partition.backends import BACKENDS
 
     for b in backends:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from dnnc import knobs
 from dnnc.backends import cudnn, triton
 from dnnc.partition.candidates import Candidate, Role
 from dnnc.partition.sources import cudnn_candidates, triton_candidates
@@ -66,7 +65,7 @@ BACKENDS: dict[str, ChoosableBackend] = {
         cudnn.not_lowered,
         marks_fixed=False,
         available=cudnn.has_cudnn_frontend,
-        first_stages=lambda: ["gpu-cudnn-attention"] if knobs.get().cudnn_attention else [],
+        first_stages=lambda: ["gpu-cudnn-attention"],
         channels_last_convs=True,
     ),
 }

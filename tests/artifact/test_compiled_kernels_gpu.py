@@ -26,7 +26,7 @@ def refuse(*args, **kwargs):
 triton.compile = refuse
 import dnnc
 module = dnnc.load(sys.argv[1])
-x = torch.load(sys.argv[2])
+x = torch.load(sys.argv[2]).cuda()
 torch.save(module(x).cpu(), sys.argv[3])
 """
 

@@ -1,6 +1,6 @@
 """Which GPU stages the pipeline runs, read from the partitioner's backend table: each
 backend's stage in order under ``greedy``, the padding of unaligned products before all, one partition stage under a priced policy,
-cuDNN's attention stage first where the knob asks for it, Triton's split of long
+cuDNN's attention stage first whatever the knob (which only widens what it takes), Triton's split of long
 reductions before any lowering, and a backend whose library is
 missing left out."""
 
@@ -25,9 +25,9 @@ def cudnn_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("policy", "attention", "stages"),
     [
-        ("greedy", False, ["gpu-cudnn", "gpu-triton-split-reductions", "gpu-triton"]),
+        ("greedy", False, ["gpu-cudnn-attention", "gpu-cudnn", "gpu-triton-split-reductions", "gpu-triton"]),
         ("greedy", True, ["gpu-cudnn-attention", "gpu-cudnn", "gpu-triton-split-reductions", "gpu-triton"]),
-        ("auto", False, ["gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]),
+        ("auto", False, ["gpu-cudnn-attention", "gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]),
         ("cudnn-only", True, ["gpu-cudnn-attention", "gpu-triton-split-reductions", f"{PARTITION_STAGE}cudnn-only"]),
     ],
 )

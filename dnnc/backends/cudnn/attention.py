@@ -1,13 +1,13 @@
 """cudnn-attention: outline scaled dot-product attention for ``cudnn.sdpa``.
 
-Takes ``tcp.attention`` (what PyTorch's ``scaled_dot_product_attention`` imports as)
-where cuDNN's fused attention can: fp16/bf16, no mask (causal is fine), as many key
+Takes ``tcp.attention`` (what PyTorch's ``scaled_dot_product_attention`` imports as;
+with ``knobs.cudnn_attention``) where cuDNN's fused attention can: fp16/bf16, no mask (causal is fine), as many key
 and value heads as query heads, head dims that are multiples of 8 up to 128; the
 rest stays for code generation. It also matches the attention core as programs
 written out in steps spell it in tcp::
 
     s = batch_matmul(q, kT)            [BH, Sq, Skv]
-    (reshape)  s = s * c               c a splat constant: the softmax scale
+    (reshape)  (s = s * c | s / c)     c a splat constant: the softmax scale (none: 1)
     (s = select(causal_mask, -inf, s)) the mask a compile-time upper triangle
     p = softmax(s, last axis)  (reshape)
     o = batch_matmul(p, v)             [BH, Sq, Dv]
@@ -48,11 +48,21 @@ SCALE_ATTR = "scale"
 class CudnnAttention(ParamPass):
     name = "cudnn-attention"
 
+    @property
+    def whole_ops(self) -> bool:
+        """Whether ``tcp.attention`` goes to cuDNN too (``knobs.cudnn_attention``): dnnc's
+        Triton attention kernel runs it otherwise, faster than cuDNN's at some shapes
+        and slower at others (BENCHMARKS.md). Attention written out in steps always
+        goes: the alternative is its products and softmax as separate kernels."""
+        from dnnc import knobs
+
+        return knobs.get().cudnn_attention
+
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
                 for root in list(fn.body.block.ops):
-                    if isinstance(root, tcp.AttentionOp) and cudnn_takes(root):
+                    if isinstance(root, tcp.AttentionOp) and self.whole_ops and cudnn_takes(root):
                         kind = "sdpa_causal" if scalar(root.causal) else "sdpa"
                         group = outline([root], [root.result], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: kind})
                         group.attributes[SCALE_ATTR] = root.scale
@@ -131,15 +141,18 @@ def match_attention(root: tcp.BatchMatmulOp, params: ParamStore) -> tuple[list[O
         members.append(user)
         current = user.result
         user = _single_user(current)
-    if not isinstance(user, tcp.MulOp):
-        return None
-    other = user.operands[1] if user.operands[0] is current else user.operands[0]
-    scale = _splat(other)
-    if scale is None or not math.isfinite(scale):
-        return None
-    members.append(user)
-    current = user.result
-    user = _single_user(current)
+    scale: float | None = 1.0  # scores straight into the softmax: unscaled
+    if isinstance(user, tcp.MulOp):
+        scale = _splat(user.operands[1] if user.operands[0] is current else user.operands[0])
+    elif isinstance(user, tcp.DivOp) and user.operands[0] is current:
+        divisor = _splat(user.operands[1])
+        scale = None if divisor is None or divisor == 0 else 1.0 / divisor
+    if isinstance(user, (tcp.MulOp, tcp.DivOp)):
+        if scale is None or not math.isfinite(scale):
+            return None
+        members.append(user)
+        current = user.result
+        user = _single_user(current)
     causal = False
     if isinstance(user, tcp.SelectOp) and user.on_false is current:
         fill = _splat(user.on_true)

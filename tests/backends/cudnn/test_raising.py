@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from dnnc import knobs
 from dnnc.backends.cudnn.raising import RaiseError, raise_graph
 from dnnc.backends.reference import ReferenceExecutor
 from dnnc.ir import cudnn
@@ -107,7 +108,8 @@ def test_raised_sdpa_is_one_attention_op(rng: torch.Generator) -> None:
     q, k, v = (torch.randn(1, 2, 9, 16, generator=rng).half() for _ in range(3))
     fn = lambda a, b, c: nn.functional.scaled_dot_product_attention(a, b, c, is_causal=True)  # noqa: E731
     program = to_canonical_tcp(_Fn(fn), (q, k, v))
-    run_passes(program, parse_passes("cudnn-attention,lower-cudnn"))
+    with knobs.override(cudnn_attention=True):  # tcp.attention goes to cuDNN only when asked
+        run_passes(program, parse_passes("cudnn-attention,lower-cudnn"))
     (graph,) = [op for op in program.entry.body.block.ops if isinstance(op, cudnn.GraphOp)]
     expected = ReferenceExecutor(program).run([q, k, v])
     raise_graph(graph)

@@ -1,7 +1,7 @@
-// RUN: %dnnc opt %s -p cudnn-attention | %filecheck %s --check-prefix=GROUP
-// RUN: %dnnc opt %s -p cudnn-attention,lower-cudnn | %filecheck %s --check-prefix=LOWER
+// RUN: env DNNC_CUDNN_ATTENTION=1 %dnnc opt %s -p cudnn-attention | %filecheck %s --check-prefix=GROUP
+// RUN: env DNNC_CUDNN_ATTENTION=1 %dnnc opt %s -p cudnn-attention,lower-cudnn | %filecheck %s --check-prefix=LOWER
 
-// tcp.attention where cuDNN's fused attention runs it (fp16, causal, no mask, heads
+// With DNNC_CUDNN_ATTENTION=1, tcp.attention where cuDNN's fused attention runs it (fp16, causal, no mask, heads
 // matching) becomes a cudnn group of that one op, then one cudnn.sdpa node reading
 // q, k and v as they lie. With a mask, with fewer key/value heads (grouped-query), or
 // in float32, it stays for code generation.
