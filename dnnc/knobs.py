@@ -67,7 +67,7 @@ class Knobs:
     """Give ``tcp.attention`` (``scaled_dot_product_attention``) to cuDNN's fused SDPA
     too (``cudnn-attention``). Off by default: dnnc's Triton attention kernel is faster
     at some shapes, cuDNN's at others. Attention written out as products and a softmax
-    goes to cuDNN's fused SDPA either way. (DNNC_CUDNN_ATTENTION)"""
+    over 512 keys or more goes to cuDNN's fused SDPA either way. (DNNC_CUDNN_ATTENTION)"""
     partition: Partition = "auto"
     """How GPU groups are chosen: ``auto`` prices candidate groups per backend (measured on
     the GPU), takes the cheapest cover and checks it against the single-backend programs as

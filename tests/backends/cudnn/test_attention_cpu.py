@@ -1,8 +1,8 @@
-"""cudnn-attention on the CPU (the pass is off by default in the GPU pipeline, see
-``knobs.cudnn_attention``): GPT-2's causal attention and ViT's plain attention
-become one ``cudnn.sdpa`` graph each in fp16, the lowered program computes what
-the canonical one does (reference backend, fresh inputs), and what is not
-attention cuDNN can fuse (float32, a mask that is not causal) is left alone."""
+"""cudnn-attention on the CPU: GPT-2's causal attention and ViT's plain attention,
+written out in steps, over 512 keys or more (``MIN_KEYS_WRITTEN_OUT``) become one
+``cudnn.sdpa`` graph each in fp16, the lowered program computes what the canonical
+one does (reference backend, fresh inputs), and what is not attention cuDNN can
+fuse (float32, a mask that is not causal) or is too short to gain is left alone."""
 
 from __future__ import annotations
 
@@ -19,8 +19,12 @@ from tests.numerics import assert_matches
 STAGE = "cudnn-attention," + CUDNN_STAGE
 
 
-def _program(name: str, dtype: torch.dtype):
-    model, inputs = FACTORIES[name]()
+LONG = {"gpt2_block": {"seq": 512}, "vit_block": {"image_size": 384}}
+"""512 and 577 keys: long enough for the fused kernel."""
+
+
+def _program(name: str, dtype: torch.dtype, **args: int):
+    model, inputs = FACTORIES[name](**(LONG[name] | args))
     model = model.to(dtype)
     inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
     return to_canonical_tcp(model, inputs), inputs
@@ -55,6 +59,13 @@ def test_attention_becomes_one_sdpa_graph(name: str, kind: str, rng: torch.Gener
 
 def test_float32_attention_is_left_to_matmul_graphs() -> None:
     program, _ = _program("gpt2_block", torch.float32)
+    run_passes(program, parse_passes(STAGE))
+    assert "tcp.softmax" in program.text()
+    assert not any(g.attributes["kind"].data.startswith("sdpa") for g in _graphs(program))  # type: ignore[attr-defined]
+
+
+def test_attention_over_few_keys_is_left_to_its_own_kernels() -> None:
+    program, _ = _program("gpt2_block", torch.float16, seq=128)
     run_passes(program, parse_passes(STAGE))
     assert "tcp.softmax" in program.text()
     assert not any(g.attributes["kind"].data.startswith("sdpa") for g in _graphs(program))  # type: ignore[attr-defined]
