@@ -168,40 +168,28 @@ def test_a_recorded_config_of_another_config_makes_another_kernel_and_is_refused
 
 
 @pytest.mark.parametrize(
-    ("config", "message"),
+    ("field", "value", "message"),
     [
-        ({"BLOCK": 1 << 30}, r"config.BLOCK: 1073741824 is over 65536"),
-        ({"BLOCK": "__import__('os')"}, r"config.BLOCK: .* is not a positive integer"),
-        ({"BLOCK": 48}, r"config.BLOCK: 48 is not a power of two"),
-        ({"num_warps": 3}, r"config.num_warps: 3 warps"),
-        ({"EVIL": 1}, r"config.EVIL: unknown"),
-        ([1, 2], r"config must be a table of integers"),
-    ],
-)
-def test_malformed_recorded_configs_are_refused_when_read(lowered, config: object, message: str) -> None:
-    program, _ = lowered
-    records = triton_records(GpuExecutor(program, "cpu"))
-    records[0]["config"] = config
-    with pytest.raises(ArtifactError, match=message):
-        parse_records(records, "triton.json")
-
-
-@pytest.mark.parametrize(
-    ("stored", "message"),
-    [
-        ("cubin", r"object: expected a table"),
-        ({"target": "sm_90", "key": "k", "hash": 1, "files": {"k.cubin": ""}}, r"object: hash must be a string"),
-        ({"target": "sm_90", "key": "k", "hash": "h", "files": {}}, r"object: files must be a table"),
+        ("config", {"BLOCK": 1 << 30}, r"config.BLOCK: 1073741824 is over 65536"),
+        ("config", {"BLOCK": "__import__('os')"}, r"config.BLOCK: .* is not a positive integer"),
+        ("config", {"BLOCK": 48}, r"config.BLOCK: 48 is not a power of two"),
+        ("config", {"num_warps": 3}, r"config.num_warps: 3 warps"),
+        ("config", {"EVIL": 1}, r"config.EVIL: unknown"),
+        ("config", [1, 2], r"config must be a table of integers"),
+        ("object", "cubin", r"object: expected a table"),
+        ("object", {"target": "sm_90", "key": "k", "hash": 1, "files": {"k.cubin": ""}}, r"object: hash must be a string"),
+        ("object", {"target": "sm_90", "key": "k", "hash": "h", "files": {}}, r"object: files must be a table"),
         (
+            "object",
             {"target": "sm_90", "key": "k", "hash": "h", "files": {"../k.cubin": "AA=="}},
-            r"object: files must be plain file names",
+            r"files must be plain file names",
         ),
     ],
 )
-def test_malformed_compiled_kernels_are_refused_when_read(lowered, stored: object, message: str) -> None:
+def test_malformed_recorded_configs_and_kernels_are_refused_when_read(lowered, field: str, value: object, message: str) -> None:
     program, _ = lowered
     records = triton_records(GpuExecutor(program, "cpu"))
-    records[0]["object"] = stored
+    records[0][field] = value
     with pytest.raises(ArtifactError, match=message):
         parse_records(records, "triton.json")
 
