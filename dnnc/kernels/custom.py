@@ -171,6 +171,9 @@ def loaded_kernel(decl: KernelDecl, device: torch.device, objects: Sequence[Any]
 
     objects = kernel_objects(decl) if objects is None else objects
     digest = hashlib.sha256(b"".join(hashlib.sha256(o.data).digest() for o in objects)).hexdigest()
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:  # a module is loaded into the current GPU's context
+        device = torch.device("cuda", torch.cuda.current_device())
     key = (decl.key(), digest, str(device))
     if key not in _loaded:
         _loaded[key] = LoadedKernel(decl, objects, device)
