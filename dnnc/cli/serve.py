@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -61,6 +62,11 @@ def serve_command(
 
     manifest = read_manifest(artifact)  # a bad file fails here, before any process starts
     name = name or artifact.stem
+    # Ray Serve restarts an HTTP proxy not ready within 5 s, and serve.start then fails
+    # with the proxy it waited for killed; on a busy machine a proxy's first start takes
+    # longer. The Ray processes this command starts inherit the setting (a cluster joined
+    # with --address keeps its own).
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
     ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     # Ours from here on, in place of Ray's: a signal that comes while the application
     # starts (its routes answer before serve.run returns) stops it once it has started.
