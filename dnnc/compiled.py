@@ -107,6 +107,9 @@ class CompiledModule(InferenceModule):
         self.placed = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device("cpu")
         """The device the program was built on and runs on, with its index: the GPU
         current when it was built. Inputs must be there."""
+        self._other_gpus = device == "cuda" and torch.cuda.device_count() > 1
+        """Whether a call may come while another GPU is current (asked once: a call on a
+        one-GPU machine does not ask which GPU is current)."""
         if device == "cuda":
             from dnnc.runtime.arena import ArenaRunner
             from dnnc.runtime.cuda_graph import CudaGraphRunner
@@ -134,7 +137,7 @@ class CompiledModule(InferenceModule):
         else:
             flat = as_tensors(self._flatten(args))
         check_inputs(self.input_specs, flat, self.placed)
-        if self.device == "cuda" and torch.cuda.current_device() != self.placed.index:
+        if self._other_gpus and torch.cuda.current_device() != self.placed.index:
             with torch.cuda.device(self.placed):  # its graphs, streams and kernels are that GPU's
                 return self._run(flat)
         return self._run(flat)
