@@ -48,6 +48,7 @@ def describe(contents: ArtifactContents) -> dict[str, Any]:
         "fallbacks": contents.summary.get("fallbacks", []),
         "device_name": contents.summary.get("device_name"),
         "user_kernels": user_kernels(contents),
+        "kernel_records": kernel_records(contents.kernels),
         "decisions": contents.program.metadata.get("decisions"),
         **({"buckets": buckets(contents)} if contents.buckets else {}),
     }
@@ -72,6 +73,22 @@ def buckets(contents: ArtifactContents) -> dict[str, Any]:
             }
         )
     return {"ranges": [r.text() for r in plan.ranges.values()], "plan": plan.to_json(), "entries": entries}
+
+
+def kernel_records(kernels: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per backend with records: how many, and how many carry their kernel compiled
+    (for which targets): a load on that target compiles none of those."""
+    out = {}
+    for backend, records in sorted(kernels.items()):
+        if not records:
+            continue
+        stored = [r["object"] for r in records if isinstance(r, dict) and isinstance(r.get("object"), dict)]
+        out[backend] = {
+            "records": len(records),
+            "compiled": len(stored),
+            "targets": sorted({str(o.get("target")) for o in stored}),
+        }
+    return out
 
 
 def user_kernels(contents: ArtifactContents) -> dict[str, Any]:

@@ -293,6 +293,9 @@ def _inspect_lines(artifact: Path, facts: dict[str, Any]) -> list[str]:
             lines.append(f"  {p(b['label'])}: inputs {p(', '.join(b['inputs']))}; {ops}{arena}")
     for f in facts["fallbacks"]:
         lines.append(f"fallback: {p(f.get('backend'))} group {p(f.get('kind'))}: {p(f.get('reason'))}")
+    for backend, k in facts.get("kernel_records", {}).items():
+        compiled = f", {k['compiled']} stored compiled for {p(', '.join(k['targets']))}" if k["compiled"] else ""
+        lines.append(f"{p(backend)} kernels: {k['records']} recorded{compiled}")
     for name, k in facts["user_kernels"].items():
         ran = f"; ran as {p(k['ran_as'])}" if k["ran_as"] else ""
         lines.append(f"user kernel {p(name)}: objects {p(', '.join(k['objects'])) or 'none'}{ran}")
