@@ -17,7 +17,6 @@ Routes (KServe v2): ``GET /v2/health/live``, ``/v2/health/ready``,
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import tempfile
@@ -113,7 +112,7 @@ class _Replica:
     async def _run_batch(self, pending: list[Any]) -> list[Any]:
         results = await asyncio.get_running_loop().run_in_executor(self._worker, self.model.run, pending)
         if self._metrics is not None:
-            self._metrics.observe(len(pending), pending, self.model.stats)
+            self._metrics.observe(len(pending), self.model.stats)
         return results
 
     async def __call__(self, request: Any) -> Any:
@@ -161,9 +160,6 @@ class _Replica:
 
             await asyncio.get_running_loop().run_in_executor(self._worker, torch.cuda.synchronize)
 
-    def stats(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self.model.stats.as_json(self.options.name)))
-
 
 def _load(path: Path, options: ServeOptions) -> Any:
     from dnnc.serving.model import ServedModel
@@ -195,7 +191,7 @@ class _Metrics:
             metric.set_default_tags(tags)
         self._seen = (0, 0)
 
-    def observe(self, count: int, pending: list[Any], stats: Any) -> None:
+    def observe(self, count: int, stats: Any) -> None:
         self.requests.inc(count)
         self.calls.inc(1)
         queue_ns, compute_ns = stats.queue_ns - self._seen[0], stats.compute_ns - self._seen[1]
