@@ -3,14 +3,17 @@ name a model built by a factory (``--arg``, ``--dtype``, ``--batch``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
 import click
 import torch
 from rich.console import Console
+from rich.markup import escape
 
+from dnnc import progress
 from dnnc.casting import FLOAT_DTYPES, cast_inputs
 from dnnc.errors import DnncError
 from dnnc.terminal import printable
@@ -21,6 +24,18 @@ out = Console(soft_wrap=True)
 
 STABLEHLO_SUFFIXES = (".mlir", ".mlirbc")
 """``dnnc compile x.mlir`` reads StableHLO (text, bytecode or a portable artifact)."""
+
+
+@contextlib.contextmanager
+def showing_progress(label: str) -> Iterator[progress.Progress]:
+    """One status line on a terminal while the block compiles: ``label`` (rich markup,
+    names in it escaped), then the compile's stage, candidates timed and kernels
+    built; yields the counts."""
+    with (
+        console.status(label) as status,
+        progress.watching(lambda p: status.update(f"{label}: {escape(p.line())}")) as counts,
+    ):
+        yield counts
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,8 +15,8 @@ import torch
 from rich.markup import escape
 from rich.table import Table
 
-from dnnc import knobs, progress
-from dnnc.cli.common import STABLEHLO_SUFFIXES, console, load_model, model_options, user_errors
+from dnnc import knobs
+from dnnc.cli.common import STABLEHLO_SUFFIXES, console, load_model, model_options, showing_progress, user_errors
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program, params_path_for
 from dnnc.ir.types import describe
@@ -177,10 +177,7 @@ def _compile_showing_progress(name: str, compile_it: Callable[[], Any]) -> Any:
     """Compile with one status line on a terminal (stage, candidates timed, kernels
     built), then say in one line what the compile did and decided."""
     started = time.perf_counter()
-    with (
-        console.status(f"compiling {escape(name)}") as status,
-        progress.watching(lambda p: status.update(f"compiling {escape(name)}: {escape(p.line())}")) as counts,
-    ):
+    with showing_progress(f"compiling {escape(name)}") as counts:
         compiled = compile_it()
     programs = _programs(compiled)
     reused = " (an earlier compile, from the compile cache)" if all(m.report.reused for _, m in programs) else ""

@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from dnnc import progress
-from dnnc.cli.common import console, load_model, model_options, user_errors
+from dnnc.cli.common import console, load_model, model_options, showing_progress, user_errors
 
 
 @click.command("tune")
@@ -33,10 +32,7 @@ def tune_command(
 
     module, inputs, name = load_model(model, factory_args, dtype, batch)
     module = module.eval()
-    with (
-        console.status(f"tuning {escape(name)} on the GPU (partition auto, measured)") as status,
-        progress.watching(lambda p: status.update(f"tuning {escape(name)} on the GPU: {escape(p.line())}")) as counts,
-    ):
+    with showing_progress(f"tuning {escape(name)} on the GPU (partition auto, measured)") as counts:
         run = tuning.tune(module, inputs, sku=sku)
     tuned = run.tuned
     output.write_text(tuning.spec_text(tuned, name, run.device.name))
@@ -48,10 +44,7 @@ def tune_command(
         console.print(f"[yellow]note[/yellow]: {line}")
     if not check:
         return
-    with (
-        console.status("compiling with the spec alone") as status,
-        progress.watching(lambda p: status.update(f"compiling with the spec alone: {escape(p.line())}")),
-    ):
+    with showing_progress("compiling with the spec alone"):
         checked = tuning.check_spec(run, module, inputs, str(output))
     decisions, groups, differences = checked.decisions, checked.groups, checked.differences
     measured = decisions.get("measured")
