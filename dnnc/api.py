@@ -183,16 +183,12 @@ def explain(
     ``backends`` defaults to ``knobs.gpu_backends`` that can run here; naming cuDNN
     on a machine without its frontend prices cuDNN groups by estimate."""
     from dnnc.partition.decide import decide
-    from dnnc.pipeline import run_stage
+    from dnnc.pipeline import first_stages, run_stage
 
     report = CompileReport()
     program = canonicalize(exported_program(model, example_inputs, report), report)
-    from dnnc.partition.backends import BACKENDS
-
-    for name in backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]:
-        entry = BACKENDS.get(name)
-        for stage in entry.first_stages() if entry is not None and entry.available() else []:
-            run_stage(program, stage, report)  # as the compile runs them before partitioning
+    for stage in first_stages(backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]):
+        run_stage(program, stage, report)  # as the compile runs them before partitioning
     policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")

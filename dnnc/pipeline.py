@@ -39,10 +39,19 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     policy = knobs.get().partition
     if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
-    usable = [b for b in backends if BACKENDS[b].available()]
     if policy != "greedy":
-        return [GPU_FIRST_STAGE, *(stage for b in usable for stage in BACKENDS[b].first_stages()), f"{PARTITION_STAGE}{policy}"]
-    return [GPU_FIRST_STAGE, *(stage for b in usable for stage in (*BACKENDS[b].first_stages(), f"gpu-{b}"))]
+        return [GPU_FIRST_STAGE, *first_stages(backends), f"{PARTITION_STAGE}{policy}"]
+    usable = [b for b in backends if BACKENDS[b].available()]
+    return [GPU_FIRST_STAGE, *(stage for b in usable for stage in (*first_stages([b]), f"gpu-{b}"))]
+
+
+def first_stages(backends: Sequence[str]) -> list[str]:
+    """What the installed ones of ``backends`` run before partitioning (cuDNN's
+    attention, Triton's split of long reductions), in order; names the partitioner's
+    table does not know are passed over."""
+    from dnnc.partition.backends import BACKENDS
+
+    return [stage for b in backends if b in BACKENDS and BACKENDS[b].available() for stage in BACKENDS[b].first_stages()]
 
 
 GPU_FIRST_STAGE = "gpu-aligned-products"
