@@ -82,9 +82,9 @@ def _has_dims(model: Any) -> bool:
     """An ExportedProgram exported with ``Dim``s: a user input with a symbolic size."""
     if not isinstance(model, ExportedProgram) or not model.range_constraints:
         return False
-    user = set(model.graph_signature.user_inputs)
-    values = [n.meta.get("val") for n in model.graph.nodes if n.op == "placeholder" and n.name in user]
-    return any(not isinstance(d, int) for v in values for d in getattr(v, "shape", ()))
+    from dnnc.frontend.dynamic_export import symbolic_sizes
+
+    return bool(symbolic_sizes(model))
 
 
 def _cast(model: Any, example_inputs: Any, dtype: str | torch.dtype) -> tuple[torch.nn.Module, Any]:

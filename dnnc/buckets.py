@@ -28,6 +28,14 @@ from dnnc.errors import DnncError, InputError, OutOfRangeError
 
 AXES = {"batch": 0, "seq": 1}
 """Each named dimension and the input dimension it is."""
+
+
+def dimension_at(axes: set[int]) -> str | None:
+    """The named dimension a symbolic size found at exactly these input dimensions is
+    (``AXES``), or None."""
+    return next((name for name, axis in AXES.items() if axes == {axis}), None)
+
+
 MIN_RANK = {"batch": 1, "seq": 2}
 MAX_BUCKETS = 64
 

@@ -180,12 +180,9 @@ def _user_output_values(ep: ExportedProgram) -> list[Any]:
     return values
 
 
-def exported_ranges(ep: ExportedProgram) -> dict[str, tuple[int, int]]:
-    """The dnnc ranges of a program exported with ``Dim``s: a symbol at dimension 0 of
-    the user inputs is the batch, at dimension 1 the sequence, each over its range
-    constraint. Empty where the program's inputs are static."""
-    from dnnc.buckets import AXES
-
+def symbolic_sizes(ep: ExportedProgram) -> dict[Any, set[int]]:
+    """Each symbolic size of the program's user inputs -> the input dimensions it is
+    at; empty where the inputs are static."""
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     where: dict[Any, set[int]] = {}
     for name in ep.graph_signature.user_inputs:
@@ -193,9 +190,18 @@ def exported_ranges(ep: ExportedProgram) -> dict[str, tuple[int, int]]:
         for axis, d in enumerate(getattr(value, "shape", ())):
             if not isinstance(d, int) and not d.node.expr.is_number:
                 where.setdefault(d.node.expr, set()).add(axis)
+    return where
+
+
+def exported_ranges(ep: ExportedProgram) -> dict[str, tuple[int, int]]:
+    """The dnnc ranges of a program exported with ``Dim``s: a symbol at dimension 0 of
+    the user inputs is the batch, at dimension 1 the sequence, each over its range
+    constraint. Empty where the program's inputs are static."""
+    from dnnc.buckets import dimension_at
+
     ranges: dict[str, tuple[int, int]] = {}
-    for symbol, axes in where.items():
-        name = next((n for n, a in AXES.items() if axes == {a}), None)
+    for symbol, axes in symbolic_sizes(ep).items():
+        name = dimension_at(axes)
         if name is None or name in ranges:
             raise ExportError(
                 f"the exported program's dynamic size {symbol} is at dimension(s) {sorted(axes)}; dnnc's ranges are "

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from dnnc.buckets import AXES, MIN_RANK
+from dnnc.buckets import AXES, MIN_RANK, dimension_at
 
 STATE, SIZE, TENSOR = "state", "size", "tensor"
 
@@ -66,7 +66,7 @@ def graph_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], state:
     names: dict[Any, str] = {}
     for symbol, places in where.items():
         dims = {d for _, d in places}
-        name = next((n for n, axis in AXES.items() if dims == {axis}), None)
+        name = dimension_at(dims)
         if name is None or name in names.values():
             shown = ", ".join(f"dimension {d} of input {i}" for i, d in sorted(places))
             return f"symbolic size {symbol} at {shown}; dnnc's ranges are {', '.join(f'{n} (dimension {a})' for n, a in AXES.items())}"
