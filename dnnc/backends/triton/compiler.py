@@ -43,8 +43,8 @@ log = logging.getLogger("dnnc.triton")
 _modules: dict[str, Any] = {}
 _compiled: dict[tuple[str, int], Any] = {}
 _objects: dict[str, dict[str, Any]] = {}
-"""Content key -> a compiled kernel's files (base64) as compiled or read here: what an
-artifact stores of it (``object_of``)."""
+"""Content key -> Triton's hash and the launch files (base64) of a kernel compiled or
+read here: what an artifact stores of it (``object_of``)."""
 _cache = ContentCache("triton")
 
 
@@ -159,7 +159,7 @@ def _store(key: str, kernel: Any) -> None:
     for name, path in kernel.metadata_group.items():
         files[name] = base64.b64encode(Path(path).read_bytes()).decode()
     entry = {"hash": kernel.hash, "files": files}
-    _objects[key] = entry
+    _remember(key, entry)
     _cache.put_json(key, entry)
 
 
@@ -169,7 +169,7 @@ def _from_cache(key: str, src: ASTSource) -> Any | None:
         return None
     kernel = _kernel_from(entry, src)
     if kernel is not None:
-        _objects[key] = entry
+        _remember(key, entry)
     return kernel
 
 
@@ -199,18 +199,22 @@ _OBJECT_SUFFIXES = (".json", ".cubin")
 intermediate IR and PTX Triton also keeps)."""
 
 
+def _remember(key: str, entry: dict[str, Any]) -> None:
+    """Keep what an artifact would store of a kernel compiled or loaded here: the files
+    a launch reads, not the intermediate IR (``object_of``)."""
+    files = {n: d for n, d in entry["files"].items() if n.endswith(_OBJECT_SUFFIXES)}
+    _objects[key] = {"hash": entry["hash"], "files": files}
+
+
 def object_of(source: KernelSource, capability: int) -> dict[str, Any] | None:
     """The compiled kernel of ``source`` for ``sm_<capability>`` (the aligned one) as
     an artifact stores it: its content key, Triton's hash and the files a launch
     reads (base64); None where this process has not compiled or loaded it."""
     key = _key(source, cuda_target(capability), True)
     entry = _objects.get(key)
-    if entry is None:
+    if entry is None or sorted(Path(n).suffix for n in entry["files"]) != sorted(_OBJECT_SUFFIXES):
         return None
-    files = {n: d for n, d in entry["files"].items() if n.endswith(_OBJECT_SUFFIXES)}
-    if sorted(Path(n).suffix for n in files) != sorted(_OBJECT_SUFFIXES):
-        return None
-    return {"key": key, "hash": entry["hash"], "files": files}
+    return {"key": key, **entry}
 
 
 def adopt(source: KernelSource, capability: int, stored: dict[str, Any]) -> bool:
@@ -227,7 +231,7 @@ def adopt(source: KernelSource, capability: int, stored: dict[str, Any]) -> bool
     kernel = _kernel_from(stored, _ast_source(source, True))
     if kernel is None or kernel.name != source.name or kernel.metadata.target != cuda_target(capability):
         return False
-    _objects[key] = {"hash": stored["hash"], "files": dict(stored["files"])}
+    _remember(key, stored)
     _compiled[here] = kernel
     return True
 
