@@ -60,8 +60,8 @@ class CudnnAttention(ParamPass):
         """Whether ``tcp.attention`` goes to cuDNN too (``knobs.cudnn_attention``): dnnc's
         Triton attention kernel runs it otherwise, faster than cuDNN's at some shapes
         and slower at others (BENCHMARKS.md). Attention written out in steps goes from
-        ``MIN_KEYS_WRITTEN_OUT`` keys on: the alternative is its products and softmax
-        as separate kernels."""
+        ``MIN_KEYS_WRITTEN_OUT`` keys on (at any length with the knob on): the
+        alternative is its products and softmax as separate kernels."""
         from dnnc import knobs
 
         return knobs.get().cudnn_attention
@@ -75,7 +75,7 @@ class CudnnAttention(ParamPass):
                         group = outline([root], [root.result], {GROUP_BACKEND_ATTR: "cudnn", GROUP_KIND_ATTR: kind})
                         group.attributes[SCALE_ATTR] = root.scale
                     elif isinstance(root, tcp.BatchMatmulOp) and root.parent is not None:
-                        found = match_attention(root, params)
+                        found = match_attention(root, params, 0 if self.whole_ops else MIN_KEYS_WRITTEN_OUT)
                         if found is not None:
                             members, scale, causal = found
                             group = outline(
@@ -135,12 +135,14 @@ def _is_causal_mask(value: SSAValue, sq: int, skv: int, params: ParamStore) -> b
     return bool((mask.reshape(-1, sq, skv) == expected).all())
 
 
-def match_attention(root: tcp.BatchMatmulOp, params: ParamStore) -> tuple[list[Operation], float, bool] | None:
+def match_attention(
+    root: tcp.BatchMatmulOp, params: ParamStore, min_keys: int = MIN_KEYS_WRITTEN_OUT
+) -> tuple[list[Operation], float, bool] | None:
     if element_of(root.results[0]) not in (f16, bf16):
         return None
     bh, sq, d = shape_of(root.operands[0])
     skv = shape_of(root.operands[1])[2]
-    if d % 8 or d > 128 or skv < MIN_KEYS_WRITTEN_OUT:
+    if d % 8 or d > 128 or skv < min_keys:
         return None
     members: list[Operation] = [root]
     current = root.results[0]

@@ -2,7 +2,8 @@
 written out in steps, over 512 keys or more (``MIN_KEYS_WRITTEN_OUT``) become one
 ``cudnn.sdpa`` graph each in fp16, the lowered program computes what the canonical
 one does (reference backend, fresh inputs), and what is not attention cuDNN can
-fuse (float32, a mask that is not causal) or is too short to gain is left alone."""
+fuse (float32, a mask that is not causal) or is too short to gain is left alone,
+unless ``knobs.cudnn_attention`` asks for cuDNN's attention at every length."""
 
 from __future__ import annotations
 
@@ -69,6 +70,18 @@ def test_attention_over_few_keys_is_left_to_its_own_kernels() -> None:
     run_passes(program, parse_passes(STAGE))
     assert "tcp.softmax" in program.text()
     assert not any(g.attributes["kind"].data.startswith("sdpa") for g in _graphs(program))  # type: ignore[attr-defined]
+
+
+def test_cudnn_attention_knob_takes_few_keys_too() -> None:
+    """``knobs.cudnn_attention`` asks for cuDNN's attention everywhere it computes it,
+    so the length rule does not apply under it."""
+    from dnnc import knobs
+
+    program, _ = _program("gpt2_block", torch.float16, seq=128)
+    with knobs.override(cudnn_attention=True):
+        run_passes(program, parse_passes(STAGE))
+    assert "tcp.softmax" not in program.text()
+    assert [g.attributes["kind"].data for g in _graphs(program) if g.attributes["kind"].data.startswith("sdpa")] == ["sdpa_causal"]  # type: ignore[attr-defined]
 
 
 def test_a_mask_that_is_not_causal_is_not_fused() -> None:
