@@ -35,6 +35,7 @@ def compile(  # noqa: A001 - the public name users expect
     dynamic: Mapping[str, tuple[int, int]] | None = None,
     buckets: Mapping[str, Sequence[int]] | Sequence[int] | None = None,
     lazy_buckets: bool = False,
+    target: str | None = None,
 ) -> CompiledModule | BucketedModule:
     """Compile a PyTorch model (or an ExportedProgram) for the given example inputs.
 
@@ -57,6 +58,11 @@ def compile(  # noqa: A001 - the public name users expect
     at dimension 0 or 1 brings its ranges. ``lazy_buckets``: compile the example's
     bucket now and every other on the first call that needs it.
 
+    ``target``: the GPU architecture to build for (``sm_90``). Where it is not the GPU
+    here, the program is built for it without timing anything (``cross_compile``):
+    save it and load it on that GPU, which then compiles no Triton kernel; here it runs
+    on the CPU reference backend. Where it is the GPU here, the compile is the usual one.
+
     A module this machine compiled before for the same inputs and settings is loaded
     from the compile cache instead (``compile_cache``: nothing exported, compiled or timed)."""
     settings = dict(options or {})
@@ -73,9 +79,14 @@ def compile(  # noqa: A001 - the public name users expect
             from dnnc.bucket_compile import compile_bucketed
 
             return compile_bucketed(
-                model, example_inputs, dynamic, buckets, lambda m, x: _compile(m, x, device, cuda_graph), lazy=lazy_buckets
+                model,
+                example_inputs,
+                dynamic,
+                buckets,
+                lambda m, x: _compile(m, x, device, cuda_graph, target),
+                lazy=lazy_buckets,
             )
-        return _compile(model, example_inputs, device, cuda_graph)
+        return _compile(model, example_inputs, device, cuda_graph, target)
 
 
 def _has_dims(model: Any) -> bool:
@@ -103,9 +114,18 @@ def _compile(
     example_inputs: Sequence[Any] | torch.Tensor,
     device: str | None,
     cuda_graph: bool | None,
+    gpu_target: str | None = None,
 ) -> CompiledModule:
     from dnnc import compile_cache
 
+    if _elsewhere(gpu_target, device):
+        assert gpu_target is not None
+        from dnnc.cross_compile import build_for_target
+
+        report = CompileReport()
+        ep = exported_program(model, example_inputs, report)
+        program = canonicalize(ep, report)
+        return build_for_target(program, report, gpu_target, lower_for_gpu, _structure(ep), cuda_graph)
     target = resolve_device(device)
     key = None
     if isinstance(model, torch.nn.Module):
@@ -141,25 +161,61 @@ def _compile_fresh(
     ep = exported_program(model, example_inputs, report)
     program = canonicalize(ep, report)
     executor = lower_for_gpu(program, report) if target == "cuda" else None
-    args, kwargs = ep.example_inputs or ((), {})
-    positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
-    compiled = CompiledModule(
-        program, report, target, ep.call_spec.in_spec, ep.call_spec.out_spec, positional, cuda_graph=cuda_graph, executor=executor
-    )
+    compiled = CompiledModule(program, report, target, **_structure(ep), cuda_graph=cuda_graph, executor=executor)
     if key is not None:
         compile_cache.store(key, compiled)
     return compiled
 
 
+def _structure(ep: ExportedProgram) -> dict[str, Any]:
+    """How the compiled module takes and gives back what the model did: its call specs,
+    and whether the example inputs were plain positional tensors."""
+    args, kwargs = ep.example_inputs or ((), {})
+    positional = not kwargs and all(isinstance(a, torch.Tensor) for a in args)
+    return {"in_spec": ep.call_spec.in_spec, "out_spec": ep.call_spec.out_spec, "positional": positional}
+
+
+def _elsewhere(gpu_target: str | None, device: str | None) -> bool:
+    """Whether ``target=`` asks for a build for a GPU that is not here (``cross_compile``);
+    a device asked for that is not this machine's CPU is then an error."""
+    if gpu_target is None:
+        return False
+    from dnnc.cross_compile import capability_of, local_target
+
+    capability_of(gpu_target)
+    device = device or knobs.get().device
+    here = local_target()
+    if gpu_target == here and device != "cpu":
+        return False
+    if device not in ("auto", "cpu"):
+        raise DnncError(
+            f"target={gpu_target!r} builds for a GPU that is not here ({here or 'no GPU'}), so the program runs here on the "
+            f"CPU reference backend, not on device={device!r}: leave device out"
+        )
+    return True
+
+
 @with_fewer_collections
 def compile_program(
-    program: Program, *, device: str | None = None, cuda_graph: bool | None = None, stage: str = "canonical-stablehlo"
+    program: Program,
+    *,
+    device: str | None = None,
+    cuda_graph: bool | None = None,
+    stage: str = "canonical-stablehlo",
+    target: str | None = None,
 ) -> CompiledModule:
     """Compile a tcp program built by another frontend (StableHLO): canonicalize it
-    (``stage``) and lower it for the GPU where it runs there. Outputs come back flat
-    (a tensor, or a tuple of them)."""
+    (``stage``) and lower it for the GPU where it runs there (``target``: as
+    ``dnnc.compile``'s). Outputs come back flat (a tensor, or a tuple of them)."""
     from dnnc.pipeline import run_stage
 
+    if _elsewhere(target, device):
+        assert target is not None
+        from dnnc.cross_compile import build_for_target
+
+        report = CompileReport()
+        run_stage(program, stage, report)
+        return build_for_target(program, report, target, lower_for_gpu, cuda_graph=cuda_graph)
     target = resolve_device(device)
     if target == "cuda":
         from dnnc.runtime.kernel_backends import start_workers

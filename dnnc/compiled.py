@@ -88,12 +88,17 @@ class CompiledModule(InferenceModule):
         cuda_graph: bool | None = None,
         target: str | None = None,
         executor: Any = None,
+        built_for_target: dict[str, list[dict[str, Any]]] | None = None,
     ):
         """``recorded``: an artifact's kernel records, rebuilt without tuning.
         ``executor``: the program's ``GpuExecutor`` where the compile built it already
-        (the partitioner's whole-program contest); else it is built here."""
+        (the partitioner's whole-program contest); else it is built here.
+        ``built_for_target``: a GPU program built for ``target`` on a machine without
+        that GPU (``cross_compile``): the records of its kernels, which ``save`` writes;
+        it runs here on the reference backend."""
         self.program = program
         self.report = report
+        self._built_for_target = built_for_target
         self.device = device
         self.target = target or target_of(device)
         """What the program was compiled for: ``cpu`` or ``sm_<capability>``."""
@@ -187,6 +192,11 @@ class CompiledModule(InferenceModule):
         reference step per op."""
         if self.device == "cuda":
             return self._executor.summary()  # type: ignore[union-attr]
+        if self._built_for_target is not None:
+            from dnnc.runtime.kernel_backends import planned_steps
+
+            steps, torch_ops = planned_steps(self.program.entry.body.block)
+            return {"steps": steps, "torch_ops": torch_ops, "fallbacks": [], "user_kernels": {}}
         ops = sum(1 for op in self.program.entry.body.block.ops) - 1  # not the return
         return {"steps": {"reference": ops}, "torch_ops": {}, "fallbacks": [], "user_kernels": {}}
 
@@ -257,6 +267,9 @@ class CompiledModule(InferenceModule):
             summary.update(self.summary(), device_name=torch.cuda.get_device_name(executor.device))  # type: ignore[union-attr]
             kernels = kernel_records(executor)
             program, files = embed_user_kernels(self.program, executor.steps)  # type: ignore[union-attr]
+        elif self._built_for_target is not None:
+            summary.update(self.summary(), device_name=None)
+            kernels = self._built_for_target
         program = portable_kernels(program)
         return ArtifactContents(program, self.target, structure, kernels, summary, files=files)
 

@@ -31,7 +31,7 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     (and that said once) where the frontend is not installed; attention written out
     in steps goes to cuDNN's fused attention, ``tcp.attention`` only when
     ``knobs.cudnn_attention`` asks for it."""
-    from dnnc.partition.backends import BACKENDS
+    from dnnc.partition.backends import BACKENDS, usable
 
     for b in backends:
         if b not in BACKENDS:
@@ -41,17 +41,17 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
     if policy != "greedy":
         return [GPU_FIRST_STAGE, *first_stages(backends), f"{PARTITION_STAGE}{policy}"]
-    usable = [b for b in backends if BACKENDS[b].available()]
-    return [GPU_FIRST_STAGE, *(stage for b in usable for stage in (*first_stages([b]), f"gpu-{b}"))]
+    here = [b for b in backends if usable(b)]
+    return [GPU_FIRST_STAGE, *(stage for b in here for stage in (*first_stages([b]), f"gpu-{b}"))]
 
 
 def first_stages(backends: Sequence[str]) -> list[str]:
     """What the installed ones of ``backends`` run before partitioning (cuDNN's
     attention, Triton's split of long reductions), in order; names the partitioner's
     table does not know are passed over."""
-    from dnnc.partition.backends import BACKENDS
+    from dnnc.partition.backends import BACKENDS, usable
 
-    return [stage for b in backends if b in BACKENDS and BACKENDS[b].available() for stage in BACKENDS[b].first_stages()]
+    return [stage for b in backends if b in BACKENDS and usable(b) for stage in BACKENDS[b].first_stages()]
 
 
 GPU_FIRST_STAGE = "gpu-aligned-products"

@@ -40,6 +40,21 @@ def kernel_records(executor: Any) -> dict[str, list[dict[str, Any]]]:
     return records
 
 
+def target_records(program: Any, capability: int) -> dict[str, list[dict[str, Any]]]:
+    """Backend name -> the JSON records of a lowered program's kernels built for
+    ``sm_<capability>`` without that GPU (``KernelBackend.records_for_target``); a
+    backend that builds nothing ahead has an empty list."""
+    from dnnc.runtime.kernel_backends import ordinals, recording_backends
+
+    positions = ordinals(program.entry.body.block)
+    records: dict[str, list[dict[str, Any]]] = {}
+    for backend in recording_backends():
+        ops = [(n, op) for op, n in positions.items() if backend.takes(op)]
+        build = backend.records_for_target
+        records[backend.name] = build(ops, capability) if build is not None and ops else []
+    return records
+
+
 def read_kernel_records(
     read: Callable[[str], Any | None], target: str, where: str
 ) -> tuple[dict[str, Any], dict[str, dict[int, Any]]]:

@@ -132,6 +132,12 @@ class KernelBackend:
     """Off a GPU its ops run through their reference rules (torch ops)."""
     spec: SpecChoice | None = None
     """What a tuning spec may choose for its kernels; None: specs do not choose it."""
+    records_for_target: Callable[[Sequence[tuple[int, Operation]], int], list[dict[str, Any]]] | None = None
+    """Given its ops of a program (each with its ordinal) and a compute capability with
+    no such GPU here: the records an artifact stores for them, kernels built for that
+    target (``dnnc.compile(..., target=)``). None: it builds nothing ahead, and the
+    load builds its kernels from the program (cuDNN: a spec's plan on the graph, else
+    the heuristics' plan)."""
 
 
 GROUP_BACKEND_ATTR = "backend"

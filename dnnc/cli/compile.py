@@ -34,6 +34,13 @@ from dnnc.terminal import print_plain
 )
 @model_options()
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Where the program will run.")
+@click.option(
+    "--target",
+    metavar="sm_XY",
+    default=None,
+    help="Build for this GPU architecture (sm_90) on a machine without it: an artifact whose Triton kernels are "
+    "compiled for it, plans chosen by tuning specs and heuristics (nothing timed); checked here on the CPU reference backend.",
+)
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), help="Also write the IR of every stage here.")
 @click.option(
     "--partition",
@@ -70,6 +77,7 @@ def compile_command(
     output: Path | None,
     factory_args: tuple[str, ...],
     device: str | None,
+    target: str | None,
     dtype: str | None,
     batch: int | None,
     dump_dir: Path | None,
@@ -100,7 +108,7 @@ def compile_command(
         if ranges:
             raise click.UsageError("--dynamic takes a PyTorch model factory; a StableHLO file is compiled for its static shapes")
         with knobs.override(**settings):
-            _compile_stablehlo(Path(model), output, device, check)
+            _compile_stablehlo(Path(model), output, device, target, check)
         return
     with knobs.override(**settings):
         with console.status("loading the model"):
@@ -108,8 +116,10 @@ def compile_command(
             module, inputs, name = load_model(model, factory_args, dtype, batch)
         console.print(f"[dim]loaded {name} in {time.perf_counter() - started:.2f} s[/dim]")
         dynamic_args = {"dynamic": ranges, "buckets": chosen} if ranges else {}
-        compiled = _compile_showing_progress(name, lambda: dnnc.compile(module, inputs, device=device, **dynamic_args))
-    output = output or Path(f"{name}.dnnc" if ranges else f"{name}.mlir")
+        compiled = _compile_showing_progress(
+            name, lambda: dnnc.compile(module, inputs, device=device, target=target, **dynamic_args)
+        )
+    output = output or Path(f"{name}.dnnc" if ranges or target else f"{name}.mlir")
     with console.status(f"writing {output}"):
         compiled.save(output)
     print_summary(compiled, output)
@@ -153,7 +163,7 @@ def checked_inputs(compiled: Any, inputs: tuple[Any, ...]) -> list[tuple[str, tu
     return checks
 
 
-def _compile_stablehlo(path: Path, output: Path | None, device: str | None, check: bool) -> None:
+def _compile_stablehlo(path: Path, output: Path | None, device: str | None, target: str | None, check: bool) -> None:
     """Import a StableHLO file, compile it; on a GPU check it against the reference backend."""
     from dnnc.api import compile_program
     from dnnc.frontend.stablehlo import import_stablehlo
@@ -164,7 +174,7 @@ def _compile_stablehlo(path: Path, output: Path | None, device: str | None, chec
         program = import_stablehlo(path)
     console.print(f"[dim]imported {path} in {time.perf_counter() - started:.2f} s[/dim]")
     reference = Program(program.module.clone(), ParamStore(program.params))
-    compiled = _compile_showing_progress(path.name, lambda: compile_program(program, device=device))
+    compiled = _compile_showing_progress(path.name, lambda: compile_program(program, device=device, target=target))
     output = output or path.with_suffix(".dnnc")
     with console.status(f"writing {output}"):
         compiled.save(output)
@@ -255,6 +265,9 @@ def print_summary(compiled: Any, output: Path) -> None:
             console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
         for name, variant in summary["user_kernels"].items():
             console.print(f"user kernel {name}: {variant}")
+    elif compiled.target != "cpu":
+        steps = ", ".join(f"{n} {b}" for b, n in sorted(compiled.summary()["steps"].items()))
+        console.print(f"backend: GPU {compiled.target}, built here without it ({steps}); runs here on the CPU reference backend")
     else:
         console.print(f"backend: CPU reference ({compiled.device})")
     if output.suffix == ".mlir":

@@ -7,7 +7,9 @@ branches on a backend's name; what is particular to a backend stays in its packa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.ir import Operation
@@ -70,6 +72,32 @@ BACKENDS: dict[str, ChoosableBackend] = {
     ),
 }
 """In marking order: Triton's numbers are written before cuDNN's groups are outlined."""
+
+
+_ELSEWHERE: ContextVar[bool] = ContextVar("dnnc_built_elsewhere", default=False)
+
+
+@contextlib.contextmanager
+def built_elsewhere() -> Iterator[None]:
+    """Lower for a GPU that is not here (``dnnc.compile(..., target=)``): every backend
+    counts as available, since the machine that builds the kernels installs dnnc[cuda],
+    whatever this one has."""
+    token = _ELSEWHERE.set(True)
+    try:
+        yield
+    finally:
+        _ELSEWHERE.reset(token)
+
+
+def building_elsewhere() -> bool:
+    """Whether the program is lowered for a GPU that is not here (``built_elsewhere``)."""
+    return _ELSEWHERE.get()
+
+
+def usable(name: str) -> bool:
+    """Whether the backend of the table named ``name`` can be lowered for (its library
+    here, or a program built for another machine, ``built_elsewhere``)."""
+    return building_elsewhere() or BACKENDS[name].available()
 
 
 def role_of(backend: str) -> Role | None:

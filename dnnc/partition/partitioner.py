@@ -39,7 +39,7 @@ from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.rewriting import ParamPass
 from dnnc.partition import DECISIONS_ATTR, memo
-from dnnc.partition.backends import BACKENDS
+from dnnc.partition.backends import BACKENDS, building_elsewhere, usable
 from dnnc.partition.candidates import POLICIES, Candidate, graph_nodes, node_preds, policy_candidates
 from dnnc.partition.contest import CONTESTS, Built, contest, contest_key
 from dnnc.partition.cover import Cover, NoCover, best_cover
@@ -58,13 +58,15 @@ log = logging.getLogger("dnnc.partition")
 def available_backends() -> list[str]:
     """The GPU backends asked for (``knobs.gpu_backends``) that can run here."""
     asked = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
-    return [b for b in asked if b not in BACKENDS or BACKENDS[b].available()]
+    return [b for b in asked if b not in BACKENDS or usable(b)]
 
 
 def device_name() -> str | None:
+    """The GPU programs are priced for: the one here, none (an H100's peaks) when
+    building for another."""
     import torch
 
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() and not building_elsewhere() else None
 
 
 @dataclass(frozen=True)

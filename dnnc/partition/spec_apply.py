@@ -92,15 +92,18 @@ def default_layer(lib: Library) -> str:
     return "arch" if any(r.target.arch for r in lib.records) else "generic"
 
 
-_TARGET: ContextVar[Device | None] = ContextVar("dnnc_spec_target", default=None)
+_TARGET: ContextVar[tuple[Device, str] | None] = ContextVar("dnnc_spec_target", default=None)
 
 
 @contextlib.contextmanager
-def specs_for(device: Device) -> Iterator[None]:
+def specs_for(device: Device, unknown_versions: str = "skip") -> Iterator[None]:
     """Resolve the specs for ``device`` (its architecture, GPU name and library
     versions) instead of the GPU and libraries here: ``dnnc spec verify --model`` with
-    ``--arch`` / ``--cudnn`` checks the decisions that machine would take."""
-    token = _TARGET.set(device)
+    ``--arch`` / ``--cudnn`` checks the decisions that machine would take, a build for
+    another GPU (``cross_compile``) takes them. ``unknown_versions``: ``keep`` applies
+    the records that need a library whose version ``device`` does not know (the one
+    where the program will run), as ``specs.library.resolve`` does."""
+    token = _TARGET.set((device, unknown_versions))
     try:
         yield
     finally:
@@ -113,13 +116,17 @@ def active() -> tuple[Resolved, str] | None:
     libraries = configured_libraries()
     if not libraries:
         return None
-    target = _TARGET.get()
-    resolved = resolve(libraries, target or local_device(required=False))
+    named = _TARGET.get()
+    if named is None:
+        resolved = resolve(libraries, local_device(required=False))
+    else:
+        resolved = resolve(libraries, named[0], unknown_versions=named[1])
     digest = hashlib.sha256()
     for layer, lib in libraries:
         digest.update(f"{layer}\0{lib.path}\0{lib.sha256}\0".encode())
-    if target is not None:
-        digest.update(repr((target.arch, target.name, sorted(target.versions.items()))).encode())
+    if named is not None:
+        target, unknown = named
+        digest.update(repr((target.arch, target.name, sorted(target.versions.items()), unknown)).encode())
     return resolved, digest.hexdigest()
 
 

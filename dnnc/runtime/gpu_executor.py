@@ -43,7 +43,7 @@ from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
 from dnnc.runtime import sharing
 from dnnc.runtime.index_check import IndexCheck
-from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of
+from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of, ordinals
 from dnnc.runtime.kernel_backends import precompile as precompile_kernels
 
 log = logging.getLogger("dnnc.gpu")
@@ -151,7 +151,7 @@ class GpuExecutor:
         self.block = program.entry.body.block
         self.statics: dict[SSAValue, Value] = {}
         self.steps: list[Step] = []
-        self.ordinals = _ordinals(self.block) if recorded is not None else {}
+        self.ordinals = ordinals(self.block) if recorded is not None else {}
         """Each op's position among its backend's ops in the program as an artifact holds
         it (what its records are keyed by): when loading, the program as read; when
         compiling (no records to look up while building), the program once the ops given
@@ -161,7 +161,7 @@ class GpuExecutor:
             precompile_kernels(list(self.block.ops), self.device)
         built = self._build_givers()
         if recorded is None:
-            self.ordinals = _ordinals(self.block)
+            self.ordinals = ordinals(self.block)
             regrouped = [op for op in self.block.ops if op not in built and op not in ahead]
             if ahead and regrouped:  # the groups made of what a library gave back
                 precompile_kernels(regrouped, self.device)
@@ -321,17 +321,6 @@ def _fallback_line(fallback: Fallback) -> str:
 def _reason(error: Exception, backend: KernelBackend) -> str:
     """A refusal the backend names speaks for itself; any other failure says its type."""
     return str(error) if type(error) in backend.no_kernel else f"{type(error).__name__}: {error}"
-
-
-def _ordinals(block: Any) -> dict[Operation, int]:
-    counts: Counter[str] = Counter()
-    ordinals = {}
-    for op in block.ops:
-        backend = backend_of(op)
-        if backend is not None:
-            ordinals[op] = counts[backend.name]
-            counts[backend.name] += 1
-    return ordinals
 
 
 def _dead_after(steps: list[Step], keep: set[SSAValue]) -> list[list[SSAValue]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,41 @@ KERNEL_BACKENDS: tuple[KernelBackend, ...] = (cudnn.KERNEL_BACKEND, triton.KERNE
 def backend_of(op: Operation) -> KernelBackend | None:
     """The backend that takes a top-level op, or None (a view, or a torch op)."""
     return next((b for b in KERNEL_BACKENDS if b.takes(op)), None)
+
+
+def ordinals(block: Any) -> dict[Operation, int]:
+    """Each top-level op's position among its backend's ops: what an artifact's kernel
+    records are keyed by."""
+    counts: Counter[str] = Counter()
+    found = {}
+    for op in block.ops:
+        backend = backend_of(op)
+        if backend is not None:
+            found[op] = counts[backend.name]
+            counts[backend.name] += 1
+    return found
+
+
+def planned_steps(block: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """How many of a lowered program's top-level ops each backend runs (``view``: a
+    reshape or returned slice, ``torch``: no backend's) and which ops those torch ones
+    are: ``GpuExecutor.summary``'s ``steps`` and ``torch_ops`` for a program built for
+    another machine, where nothing was built to fall back."""
+    from dnnc.ir import tcp
+    from dnnc.ir.analysis import is_output_view
+
+    steps: Counter[str] = Counter()
+    torch_ops: Counter[str] = Counter()
+    for op in list(block.ops)[:-1]:  # not the return
+        backend = backend_of(op)
+        if backend is not None:
+            steps[backend.name] += 1
+        elif isinstance(op, tcp.ReshapeOp) or is_output_view(op):
+            steps["view"] += 1
+        elif not isinstance(op, tcp.SOURCE_OPS):
+            steps["torch"] += 1
+            torch_ops[op.name] += 1
+    return dict(steps), dict(torch_ops)
 
 
 def precompile(ops: Sequence[Operation], device: Any) -> None:

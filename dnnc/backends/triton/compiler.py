@@ -35,7 +35,8 @@ from triton.compiler import ASTSource
 
 from dnnc import knobs, progress
 from dnnc.backends.triton.kernels import KernelSource
-from dnnc.cache import ContentCache, content_key, environment
+from dnnc.cache import ContentCache, content_key
+from dnnc.version import __version__
 from dnnc.workers import WorkerPool, worth_sending
 
 log = logging.getLogger("dnnc.triton")
@@ -115,6 +116,10 @@ def cuda_target(capability: int) -> GPUTarget:
 
 
 def _key(source: KernelSource, target: GPUTarget, aligned: bool) -> str:
+    """What a compiled kernel depends on: its source and how it is compiled, for which
+    target, by which Triton (its compiler and bundled ptxas) and dnnc. Not torch's or
+    cuDNN's versions, so a kernel compiled on a machine without a GPU (a CPU build of
+    torch) is taken on the GPU machine it was built for."""
     return content_key(
         {
             "source": source.text,
@@ -123,7 +128,8 @@ def _key(source: KernelSource, target: GPUTarget, aligned: bool) -> str:
             "aligned": aligned,
             "options": dict(source.options),
             "target": [target.backend, target.arch, target.warp_size],
-            **environment(),
+            "dnnc": __version__,
+            "triton": triton.__version__,
         }
     )
 

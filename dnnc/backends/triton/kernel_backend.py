@@ -27,6 +27,8 @@ from dnnc.backends.triton.marking import is_triton_group, precompile_lowered
 from dnnc.backends.triton.skeleton import gathers
 from dnnc.backends.triton.spec_choice import TRITON_SPEC
 from dnnc.errors import ArtifactError, ArtifactWarning
+from dnnc.log import say_once
+from dnnc.version import __version__
 
 _SOURCE_FIELDS = ("kind", "name", "text", "signature", "grid", "options")
 
@@ -140,9 +142,19 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     major, minor = torch.cuda.get_device_capability(context.device)
     capability = major * 10 + minor
     compiled = record.compiled
-    if compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}":
-        adopt(regenerated, capability, compiled)  # where it does not fit, the source is compiled
+    fits = compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}"
+    if fits and not adopt(regenerated, capability, compiled):  # the source is compiled instead
+        say_once(
+            f"dnnc: the artifact's Triton kernels for sm_{capability} were compiled by another Triton or dnnc "
+            f"version (this is Triton {triton_version()}, dnnc {__version__}): compiling them here"
+        )
     return TritonKernel(regenerated, context.device, capability, config)
+
+
+def triton_version() -> str:
+    import triton
+
+    return triton.__version__
 
 
 def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:
@@ -157,6 +169,12 @@ def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuris
     if unknown:
         return f"a recorded config with {', '.join(unknown)}, which a {kind} kernel does not take"
     return None
+
+
+def _records_for_target(groups: Any, capability: int) -> list[dict[str, Any]]:
+    from dnnc.backends.triton.launch import records_for_target
+
+    return records_for_target(groups, capability)
 
 
 def _regroup(module: Any) -> None:
@@ -181,4 +199,5 @@ TRITON = KernelBackend(
     precompile=precompile_lowered,
     start_workers=_start_workers,
     spec=TRITON_SPEC,
+    records_for_target=_records_for_target,
 )

@@ -69,16 +69,7 @@ class TritonKernel:
                 self._aligned._init_handles()  # load the module now, not during a CUDA graph capture
 
     def record(self) -> dict[str, Any]:
-        """The source (compared at load, never run), the config it is generated again
-        with, and the compiled kernel for this GPU's target (``compiler.object_of``),
-        which a load on the same target, Triton and dnnc takes instead of compiling."""
-        s = self.source
-        fields = {"kind": s.kind, "name": s.name, "text": s.text, "signature": s.signature, "options": s.options}
-        record = {**fields, "grid": list(s.grid), "config": dict(self.config)}
-        stored = None if self._capability is None else compiler.object_of(s, self._capability)
-        if stored is not None:
-            record["object"] = {"target": f"sm_{self._capability}", **stored}
-        return record
+        return kernel_record(self.source, self.config, self._capability)
 
     def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         if len(inputs) + len(outputs) != self._n_params:
@@ -95,6 +86,47 @@ class TritonKernel:
                 self._unaligned = compiler.compile_for(self.source, compiler.cuda_target(self._capability), aligned=False)
             kernel = self._unaligned
         kernel[self.grid](*args)
+
+
+def kernel_record(source: KernelSource, config: dict[str, int], capability: int | None) -> dict[str, Any]:
+    """What an artifact records of a kernel: the source (compared at load, never run),
+    the config it is generated again with, and the kernel compiled for
+    ``sm_<capability>`` where this process compiled it (``compiler.object_of``), which a
+    load on the same target, Triton and dnnc takes instead of compiling."""
+    s = source
+    fields = {"kind": s.kind, "name": s.name, "text": s.text, "signature": s.signature, "options": s.options}
+    record = {**fields, "grid": list(s.grid), "config": dict(config)}
+    stored = None if capability is None else compiler.object_of(s, capability)
+    if stored is not None:
+        record["object"] = {"target": f"sm_{capability}", **stored}
+    return record
+
+
+def records_for_target(groups: Sequence[tuple[int, tcp.IsolatedGroupOp]], capability: int) -> list[dict[str, Any]]:
+    """The records of ``groups`` (each with its ordinal) built for ``sm_<capability>``
+    without that GPU: each kernel generated with the config a tuning spec gave it, else
+    the heuristics' first (nothing is timed), compiled for the target side by side
+    (``compiler.precompile``) and stored compiled. A group that does not generate or
+    compile is an error naming it: the artifact would otherwise compile it on the GPU."""
+    target = compiler.cuda_target(capability)
+    built = []
+    for ordinal, group in groups:
+        info = GroupInfo.of(group)
+        config = spec_or_candidates(info)[0]
+        try:
+            built.append((ordinal, generate(group, config, info=info), config))
+        except Exception as e:
+            raise CodegenError(f"Triton group {ordinal} ({info.kind}): no kernel generated for sm_{capability}: {e}") from e
+    compiler.precompile([source for _, source, _ in built], target)
+    records = []
+    for ordinal, source, config in built:
+        progress.add(kernels=1)
+        try:
+            compiler.compile_for(source, target)
+        except Exception as e:
+            raise CodegenError(f"Triton group {ordinal} ({source.kind}): triton.compile for sm_{capability} failed: {e}") from e
+        records.append({"ordinal": ordinal, **kernel_record(source, config, capability)})
+    return records
 
 
 def _example_tensors(group: tcp.IsolatedGroupOp, device: torch.device) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

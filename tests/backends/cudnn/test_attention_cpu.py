@@ -81,7 +81,9 @@ def test_cudnn_attention_knob_takes_few_keys_too() -> None:
     with knobs.override(cudnn_attention=True):
         run_passes(program, parse_passes(STAGE))
     assert "tcp.softmax" not in program.text()
-    assert [g.attributes["kind"].data for g in _graphs(program) if g.attributes["kind"].data.startswith("sdpa")] == ["sdpa_causal"]  # type: ignore[attr-defined]
+    assert [g.attributes["kind"].data for g in _graphs(program) if g.attributes["kind"].data.startswith("sdpa")] == [
+        "sdpa_causal"
+    ]  # type: ignore[attr-defined]
 
 
 def test_a_mask_that_is_not_causal_is_not_fused() -> None:
