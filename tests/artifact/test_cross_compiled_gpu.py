@@ -27,7 +27,7 @@ from dnnc.models.zoo import ZOO
 assert not torch.cuda.is_available()
 name, target, out = sys.argv[1], sys.argv[2], sys.argv[3]
 model, inputs = ZOO[name](**eval(sys.argv[4]))
-compiled = dnnc.compile(model.half(), inputs, target=target)
+compiled = dnnc.compile(model, inputs, dtype="f16", target=target)
 compiled.save(out)
 print(compiled.summary()["steps"])
 """
