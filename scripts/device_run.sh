@@ -47,6 +47,9 @@
 #              $BUCKET_VARIANTS picks; bench/buckets.py)
 #   cold-load  an artifact loaded in fresh processes with empty caches, with its stored Triton
 #              kernels and without them ($COLD_LOAD_WORKLOADS; bench/cold_load.py)
+#   cross-target  each workload built in a process that sees no GPU (dnnc compile --target), against
+#              the one compiled here: checked, timed, and loaded cold ($CROSS_WORKLOADS;
+#              bench/cross_target.py)
 #   serve-prepare  ResNet-50 compiled for batch 1..32 and saved for serving, timed called directly
 #              and through the served model's call path without a server (bench/serve_bench.py)
 #   serve      that artifact served by `dnnc serve`'s deployment on Ray Serve, and torch.compile
@@ -170,6 +173,9 @@ for step in $steps; do
     cold-load)
       python3 bench/cold_load.py ${COLD_LOAD_WORKLOADS:+--workloads "$COLD_LOAD_WORKLOADS"} --out "$OUT" 2>&1 \
         | tee "$OUT/cold-load.log" || status=1 ;;
+    cross-target)
+      python3 bench/cross_target.py ${CROSS_WORKLOADS:+--workloads "$CROSS_WORKLOADS"} --out "$OUT" 2>&1 \
+        | tee "$OUT/cross-target.log" || status=1 ;;
     serve-prepare)
       python3 bench/serve_bench.py prepare --out "$OUT" 2>&1 | tee "$OUT/serve-prepare.log" || status=1 ;;
     serve)
