@@ -43,7 +43,9 @@ def build_elsewhere(name: str, target: str, path: Path) -> dict[str, Any]:
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env |= {"CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": os.pathsep.join([str(root), env.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", BUILD, name, target, str(path)], env=env, cwd=root, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD, name, target, str(path)], env=env, cwd=root, capture_output=True, text=True
+    )
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
         raise RuntimeError(f"building {name} for {target} failed:\n{done.stderr[-3000:]}")
@@ -76,10 +78,12 @@ def main() -> None:
         elsewhere = dnnc.load(path)
         with torch.no_grad():
             eager = model(*inputs)
-        errors = {label: relative_error(m(*inputs).float(), eager.float()) for label, m in (("here", here), ("elsewhere", elsewhere))}
+        errors = {
+            label: relative_error(m(*inputs).float(), eager.float()) for label, m in (("here", here), ("elsewhere", elsewhere))
+        }
         entry["relative_error_vs_eager"] = errors
-        entry["here_ms"] = median_ms(lambda: here(*inputs))
-        entry["elsewhere_ms"] = median_ms(lambda: elsewhere(*inputs))
+        for label, module in (("here", here), ("elsewhere", elsewhere)):
+            entry[f"{label}_ms"] = median_ms(lambda m=module, x=inputs: m(*x))
         entry["cold_load_elsewhere"] = cold_load(path)
         print(name, json.dumps(entry), flush=True)
         record["workloads"][name] = entry
