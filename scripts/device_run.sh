@@ -63,7 +63,7 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #     -d .whl xdsl==0.74.0 'immutabledict<4.3.2' ordered-set==4.1 filecheck==1.0.6 lit==23.1.5 \
-#     nvidia-cudnn-frontend==1.32.0 diffusers==0.42.1 importlib_metadata platformdirs
+#     nvidia-cudnn-frontend==1.32.0 diffusers==0.42.1 importlib_metadata platformdirs cuda-bindings cuda-pathfinder
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnc-device-out}
 mkdir -p "$OUT"

@@ -1,6 +1,6 @@
 """Compiling a user kernel's ``.cu`` source to a cubin or PTX for one target,
-with nvcc where it is installed, else NVRTC (the ``nvidia-cuda-nvrtc`` wheel or a
-CUDA toolkit), through the content-addressed cache.
+with nvcc where it is installed, else NVRTC (through ``cuda.bindings.nvrtc``: the
+``nvidia-cuda-nvrtc`` wheel or a CUDA toolkit), through the content-addressed cache.
 
 The key holds everything that changes the object: the source and every header
 it includes with quotes (found and hashed recursively), the flags, include
@@ -11,11 +11,7 @@ log, whose lines name the file and line (``kernels.cu(12): error: ...``).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
-import glob
-import importlib.util
 import os
 import re
 import shutil
@@ -24,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dnnc import knobs
 from dnnc.cache import ContentCache, content_key
@@ -53,33 +50,19 @@ def _nvcc() -> Compiler | None:
     return Compiler("nvcc", out.strip().splitlines()[-1], path)
 
 
-def nvrtc_library() -> str | None:
-    """Path of libnvrtc: from the ``nvidia`` wheels, a CUDA toolkit, or the loader's search path."""
-    candidates: list[str] = []
-    spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations or [] if spec else []:
-        candidates += sorted(glob.glob(os.path.join(root, "*", "lib", "libnvrtc.so*")), reverse=True)
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home:
-            candidates += sorted(glob.glob(os.path.join(home, "lib64", "libnvrtc.so*")), reverse=True)
-    candidates = [c for c in candidates if "builtins" not in os.path.basename(c)]
-    found = ctypes.util.find_library("nvrtc")
-    return candidates[0] if candidates else found
-
-
 @functools.cache
-def _nvrtc() -> tuple[Compiler, ctypes.CDLL] | None:
-    path = nvrtc_library()
-    if path is None:
-        return None
+def _nvrtc() -> tuple[Compiler, Any] | None:
+    """NVRTC through NVIDIA's Python bindings (``cuda.bindings.nvrtc``), which find the
+    library (the ``nvidia-cuda-nvrtc`` wheel, a CUDA toolkit); None where either is missing."""
     try:
-        lib = ctypes.CDLL(path)
-    except OSError:
+        from cuda.bindings import nvrtc
+
+        result, major, minor = nvrtc.nvrtcVersion()
+    except Exception:  # no bindings, or no library for them to load
         return None
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-    return Compiler("nvrtc", f"{major.value}.{minor.value}", path), lib
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return None
+    return Compiler("nvrtc", f"{major}.{minor}", "cuda.bindings.nvrtc"), nvrtc
 
 
 def compiler() -> Compiler:
@@ -176,31 +159,31 @@ def _run_nvrtc(
 ) -> bytes:
     loaded = _nvrtc()
     assert loaded is not None
-    _, lib = loaded
-    prog = ctypes.c_void_p()
-    _check(
-        lib, lib.nvrtcCreateProgram(ctypes.byref(prog), text.encode(), str(source).encode(), 0, None, None), "create a program"
-    )
+    _, nvrtc = loaded
+    prog = _checked(nvrtc, nvrtc.nvrtcCreateProgram(text.encode(), str(source).encode(), 0, [], []), "create a program")
     try:
         options = [f"--gpu-architecture={arch}", f"-I{source.parent}", *(f"-I{d}" for d in include_dirs), *flags]
-        array = (ctypes.c_char_p * len(options))(*(o.encode() for o in options))
-        result = lib.nvrtcCompileProgram(prog, len(options), array)
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, log)
-        if result != 0:
-            raise _failure(what, "NVRTC", source, arch, log.value.decode(errors="replace"))
-        get_size, get = (lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN) if kind == "cubin" else (lib.nvrtcGetPTXSize, lib.nvrtcGetPTX)
-        _check(lib, get_size(prog, ctypes.byref(size)), f"read the {kind} size")
-        buffer = ctypes.create_string_buffer(size.value)
-        _check(lib, get(prog, buffer), f"read the {kind}")
-        data = buffer.raw[: size.value]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        size = _checked(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "read the log size")
+        log = b" " * size
+        _checked(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log), "read the log")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise _failure(what, "NVRTC", source, arch, log.rstrip(b"\0").decode(errors="replace"))
+        get_size, get = (
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if kind == "cubin" else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        )
+        size = _checked(nvrtc, get_size(prog), f"read the {kind} size")
+        data = b" " * size
+        _checked(nvrtc, get(prog, data), f"read the {kind}")
         return data.rstrip(b"\0") if kind == "ptx" else data
     finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _check(lib: ctypes.CDLL, result: int, doing: str) -> None:
-    if result != 0:
-        raise KernelBuildError(f"NVRTC could not {doing}: {lib.nvrtcGetErrorString(result).decode()}")
+def _checked(nvrtc: Any, returned: tuple[Any, ...], doing: str) -> Any:
+    """What an NVRTC binding returned after its result; a ``KernelBuildError`` where it is not success."""
+    result, *values = returned
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, text = nvrtc.nvrtcGetErrorString(result)
+        raise KernelBuildError(f"NVRTC could not {doing}: {text.decode()}")
+    return values[0] if values else None

@@ -1,8 +1,11 @@
-"""The few CUDA driver calls a user kernel needs, through ctypes: load a module
-(a cubin, or PTX that the driver JIT-compiles), find its function, read limits,
-launch on a stream. torch has made its primary context current before any of
-these run; nothing here allocates or synchronizes, so launches can be captured
-in a CUDA graph.
+"""The few CUDA driver calls a user kernel needs, through NVIDIA's own Python
+bindings (``cuda.bindings.driver``, part of dnnc[cuda]): load a module (a cubin, or
+PTX that the driver JIT-compiles), find its function, read limits, launch on a
+stream. torch has made its primary context current before any of these run; nothing
+here allocates or synchronizes, so launches can be captured in a CUDA graph.
+
+The bindings are imported on first use, so a machine without them (or without a
+driver) fails only where a user kernel is loaded, with a ``KernelBuildError``.
 """
 
 from __future__ import annotations
@@ -10,16 +13,9 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 from dnnc.errors import KernelBuildError
-
-_JIT_ERROR_LOG_BUFFER = 5
-_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
-FUNC_MAX_THREADS_PER_BLOCK = 0
-FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-DEV_MAX_BLOCK_DIM = (2, 3, 4)
-DEV_MAX_GRID_DIM = (5, 6, 7)
 
 
 class CudaError(RuntimeError):
@@ -27,80 +23,75 @@ class CudaError(RuntimeError):
 
 
 @functools.cache
-def _lib() -> ctypes.CDLL:
+def _driver() -> Any:
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:
-        raise KernelBuildError(f"the CUDA driver (libcuda.so.1) cannot be loaded: {e}") from None
-    lib.cuGetErrorString.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    lib.cuModuleLoadDataEx.argtypes = [
-        ctypes.POINTER(ctypes.c_void_p),
-        ctypes.c_void_p,
-        ctypes.c_uint,
-        ctypes.POINTER(ctypes.c_int),
-        ctypes.POINTER(ctypes.c_void_p),
-    ]
-    lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-    lib.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
-    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    lib.cuDeviceGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int]
-    lib.cuLaunchKernel.argtypes = [
-        ctypes.c_void_p,
-        *([ctypes.c_uint] * 6),
-        ctypes.c_uint,
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_void_p),
-        ctypes.POINTER(ctypes.c_void_p),
-    ]
-    return lib
+        from cuda.bindings import driver
+    except ImportError as e:
+        raise KernelBuildError(f"user kernels need NVIDIA's CUDA Python bindings (pip install 'dnnc[cuda]'): {e}") from None
+    return driver
 
 
-def _check(result: int, doing: str) -> None:
-    if result != 0:
-        text = ctypes.c_char_p()
-        _lib().cuGetErrorString(result, ctypes.byref(text))
-        raise CudaError(f"{doing}: CUDA error {result} ({(text.value or b'unknown').decode()})")
+def _checked(returned: Any, doing: str) -> Any:
+    """The values a binding returned after its ``CUresult``; raises ``CudaError`` where it is not success."""
+    driver = _driver()
+    result, *values = returned if isinstance(returned, tuple) else (returned,)
+    if result != driver.CUresult.CUDA_SUCCESS:
+        _, text = driver.cuGetErrorString(result)
+        raise CudaError(f"{doing}: CUDA error {int(result)} ({(text or b'unknown').decode()})")
+    return values[0] if len(values) == 1 else values
 
 
-def load_function(image: bytes, entry: str, ptx: bool) -> tuple[ctypes.c_void_p, ctypes.c_void_p]:
-    """(module, function) from a cubin or PTX image in the current context."""
-    lib = _lib()
-    module = ctypes.c_void_p()
-    log = ctypes.create_string_buffer(8192)
-    options = (ctypes.c_int * 2)(_JIT_ERROR_LOG_BUFFER, _JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-    values = (ctypes.c_void_p * 2)(ctypes.cast(log, ctypes.c_void_p), ctypes.c_void_p(len(log)))
+def load_function(image: bytes, entry: str, ptx: bool) -> tuple[Any, Any]:
+    """(module, function) from a cubin or PTX image in the current context; a PTX
+    image the driver cannot compile is reported with the driver's log."""
+    driver = _driver()
+    jit = driver.CUjit_option
+    log = bytearray(8192)
     data = image + b"\0" if ptx and not image.endswith(b"\0") else image
-    buffer = ctypes.create_string_buffer(data, len(data))
-    result = lib.cuModuleLoadDataEx(ctypes.byref(module), ctypes.cast(buffer, ctypes.c_void_p), 2, options, values)
-    if result != 0:
-        detail = log.value.decode(errors="replace").strip()
-        try:
-            _check(result, "loading the module")
-        except CudaError as e:
-            raise CudaError(f"{e}" + (f": {detail}" if detail else "")) from None
-    function = ctypes.c_void_p()
-    _check(lib.cuModuleGetFunction(ctypes.byref(function), module, entry.encode()), f"finding {entry!r}")
+    options = [jit.CU_JIT_ERROR_LOG_BUFFER, jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
+    try:
+        module = _checked(driver.cuModuleLoadDataEx(data, len(options), options, [log, len(log)]), "loading the module")
+    except CudaError as e:
+        detail = log.split(b"\0", 1)[0].decode(errors="replace").strip()
+        raise CudaError(f"{e}" + (f": {detail}" if detail else "")) from None
+    function = _checked(driver.cuModuleGetFunction(module, entry.encode()), f"finding {entry!r}")
     return module, function
 
 
-def function_attribute(function: ctypes.c_void_p, attribute: int) -> int:
-    value = ctypes.c_int()
-    _check(_lib().cuFuncGetAttribute(ctypes.byref(value), attribute, function), "reading a function attribute")
-    return value.value
+def max_threads_per_block(function: Any) -> int:
+    """How many threads a block of this function may have (its registers and the GPU's limit)."""
+    attribute = _driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    return int(_checked(_driver().cuFuncGetAttribute(attribute, function), "reading a function attribute"))
 
 
-def set_dynamic_shared_memory(function: ctypes.c_void_p, size: int) -> None:
-    _check(_lib().cuFuncSetAttribute(function, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, size), "allowing dynamic shared memory")
+def set_dynamic_shared_memory(function: Any, size: int) -> None:
+    attribute = _driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _checked(_driver().cuFuncSetAttribute(function, attribute, size), "allowing dynamic shared memory")
 
 
-def device_attribute(ordinal: int, attribute: int) -> int:
-    value = ctypes.c_int()
-    _check(_lib().cuDeviceGetAttribute(ctypes.byref(value), attribute, ordinal), "reading a device attribute")
-    return value.value
+def _device_attribute(ordinal: int, name: str) -> int:
+    attribute = getattr(_driver().CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+    return int(_checked(_driver().cuDeviceGetAttribute(attribute, ordinal), "reading a device attribute"))
 
 
-def launch(
-    function: ctypes.c_void_p, grid: Sequence[int], block: Sequence[int], shared: int, stream: int, params: ctypes.Array
-) -> None:
+def max_block(ordinal: int) -> tuple[int, int, int]:
+    """The largest block of the GPU, per dimension."""
+    return tuple(_device_attribute(ordinal, f"MAX_BLOCK_DIM_{axis}") for axis in "XYZ")  # type: ignore[return-value]
+
+
+def max_grid(ordinal: int) -> tuple[int, int, int]:
+    """The largest grid of the GPU, per dimension."""
+    return tuple(_device_attribute(ordinal, f"MAX_GRID_DIM_{axis}") for axis in "XYZ")  # type: ignore[return-value]
+
+
+def max_shared_memory_optin(ordinal: int) -> int:
+    """The most shared memory a block may ask for once its function allows it."""
+    return _device_attribute(ordinal, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+
+
+def launch(function: Any, grid: Sequence[int], block: Sequence[int], shared: int, stream: int, params: ctypes.Array) -> None:
     """Enqueue one launch; ``params`` holds the address of each kernel parameter's value, in order."""
-    _check(_lib().cuLaunchKernel(function, *grid, *block, shared, stream, params, None), "launching the kernel")
+    driver = _driver()
+    returned = driver.cuLaunchKernel(function, *grid, *block, shared, stream, ctypes.addressof(params), None)
+    if returned[0] != driver.CUresult.CUDA_SUCCESS:
+        _checked(returned, "launching the kernel")

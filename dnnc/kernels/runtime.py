@@ -46,7 +46,7 @@ class LoadedKernel:
         self.objects = list(objects)
         major, minor = torch.cuda.get_device_capability(device)
         self.capability = major * 10 + minor
-        self.function: ctypes.c_void_p | None = None
+        self.function: Any = None
         self.chosen: KernelObject | None = None
         self._module: Any = None
         self._plans: dict[tuple[object, ...], _Plan] = {}
@@ -89,7 +89,7 @@ class LoadedKernel:
 
     def _load(self, obj: KernelObject) -> None:
         module, function = driver.load_function(obj.data, self.decl.entry, obj.kind == "ptx")
-        allowed = driver.function_attribute(function, driver.FUNC_MAX_THREADS_PER_BLOCK)
+        allowed = driver.max_threads_per_block(function)
         threads = self.decl.block[0] * self.decl.block[1] * self.decl.block[2]
         if threads > allowed:
             raise KernelDeclarationError(
@@ -97,12 +97,12 @@ class LoadedKernel:
                 "(registers or shared memory limit it)"
             )
         ordinal = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        self.max_grid = tuple(driver.device_attribute(ordinal, a) for a in driver.DEV_MAX_GRID_DIM)
-        max_block = tuple(driver.device_attribute(ordinal, a) for a in driver.DEV_MAX_BLOCK_DIM)
+        self.max_grid = driver.max_grid(ordinal)
+        max_block = driver.max_block(ordinal)
         if any(b > m for b, m in zip(self.decl.block, max_block)):
             raise KernelDeclarationError(f"block {list(self.decl.block)} exceeds this GPU's {list(max_block)}")
         if self.decl.shared_memory:
-            limit = driver.device_attribute(ordinal, driver.DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            limit = driver.max_shared_memory_optin(ordinal)
             if self.decl.shared_memory > limit:
                 raise KernelDeclarationError(
                     f"shared_memory {self.decl.shared_memory} bytes exceeds this GPU's {limit} per block"
