@@ -92,6 +92,6 @@ def max_shared_memory_optin(ordinal: int) -> int:
 def launch(function: Any, grid: Sequence[int], block: Sequence[int], shared: int, stream: int, params: ctypes.Array) -> None:
     """Enqueue one launch; ``params`` holds the address of each kernel parameter's value, in order."""
     driver = _driver()
-    returned = driver.cuLaunchKernel(function, *grid, *block, shared, stream, ctypes.addressof(params), None)
+    returned = driver.cuLaunchKernel(function, *grid, *block, shared, stream, ctypes.addressof(params), 0)
     if returned[0] != driver.CUresult.CUDA_SUCCESS:
         _checked(returned, "launching the kernel")
