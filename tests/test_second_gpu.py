@@ -43,3 +43,21 @@ def test_a_program_compiled_for_cuda_1_runs_there(tmp_path: Path) -> None:
         assert out.device == second and relative_error(out.cpu(), want.cpu()) < 2e-3
         with pytest.raises(InputError, match="input 0: expected a tensor on cuda:1, got one on cuda:0"):
             module(x.to("cuda:0"))
+
+
+def test_a_user_kernel_is_loaded_and_launched_on_each_gpu(rng: torch.Generator) -> None:
+    """Eager calls on either GPU, whichever is current, each launching the module loaded
+    into that GPU's context; a compiled program on cuda:1 with the kernel inside."""
+    from tests.kernels.kernels import load_example
+
+    example = load_example()
+    exact = {"rtol": 1e-6, "atol": 1e-6}
+    for index in (1, 0, 1):
+        a, b = (torch.randn(1000, generator=rng).to(f"cuda:{index}") for _ in range(2))
+        torch.testing.assert_close(example.simple_mul(a, b), a * b, **exact)  # cuda:0 is current
+    a, b = (torch.randn(4099, generator=rng).to("cuda:1") for _ in range(2))
+    with torch.cuda.device(1):
+        compiled = dnnc.compile(example.MixedInvocation(), (a, b), device="cuda:1")
+    assert compiled.summary()["user_kernels"] == {"simple_mul_inplace": "sm_90 cubin"}
+    for _ in range(2):
+        torch.testing.assert_close(compiled(a, b), (torch.tanh(a) * (b + 1)) * 2 + a, **exact)

@@ -51,6 +51,9 @@ class LoadedKernel:
         self._module: Any = None
         self._plans: dict[tuple[object, ...], _Plan] = {}
         self.max_grid: tuple[int, ...] = (2**31 - 1, 65535, 65535)  # read from the device when an object loads
+        self._other_gpus = torch.cuda.device_count() > 1
+        """Whether a launch may come while another GPU is current (asked once, so a launch
+        on a one-GPU machine does not ask which GPU is current)."""
         here = f"sm_{self.capability}"
         refused: list[str] = []
         with torch.cuda.device(device):
@@ -144,7 +147,11 @@ class LoadedKernel:
         with plan.lock:  # the pointer slots are shared by every call of this signature
             for slot, index in enumerate(plan.binding_tensors):
                 plan.pointers[slot] = tensors[index].data_ptr()
-            driver.launch(self.function, plan.grid, self.decl.block, self.decl.shared_memory, stream, plan.params)
+            if self._other_gpus and torch.cuda.current_device() != self.device.index:
+                with torch.cuda.device(self.device):  # its module is that GPU's context's
+                    driver.launch(self.function, plan.grid, self.decl.block, self.decl.shared_memory, stream, plan.params)
+            else:
+                driver.launch(self.function, plan.grid, self.decl.block, self.decl.shared_memory, stream, plan.params)
 
     def _check_tensors(self, plan: _Plan, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
         if len(outputs) != len(plan.out_specs):
