@@ -96,6 +96,10 @@ class ArenaRunner:
         chosen = self._outputs if buffers is None else buffers
         return self.executor.run(inputs, allocate=lambda index, step: chosen[index])
 
+    def run_part(self, env: dict, start: int, stop: int) -> None:
+        """Steps ``start`` to ``stop`` of a run begun with ``executor.begin``, their outputs in the arena."""
+        self.executor.run_steps(env, start, stop, allocate=lambda index, step: self._outputs[index])
+
     def returned_apart(self) -> dict[int, list[torch.Tensor]]:
         """The arena's views, but every buffer a returned value may live in is a tensor of
         its own: outputs no other run in the arena overwrites (a ``Binding``'s)."""

@@ -264,9 +264,32 @@ class GpuExecutor:
         self, inputs: Sequence[torch.Tensor], allocate: Allocate | None = None, after_step: AfterStep | None = None
     ) -> list[torch.Tensor]:
         """Outputs may be views of ``allocate``'s buffers; callers that reuse those copy them out."""
+        env = self.begin(inputs)
+        self.run_steps(env, 0, len(self.steps), allocate, after_step)
+        return self.returned(env)
+
+    def begin(self, inputs: Sequence[torch.Tensor]) -> dict[SSAValue, Value]:
+        """The values a run starts from: the program's inputs and its constants."""
         env: dict[SSAValue, Value] = dict(self.statics)
         env.update(zip(self.block.args, inputs))
-        for index, (step, dead) in enumerate(zip(self.steps, self._dead_after)):
+        return env
+
+    def returned(self, env: dict[SSAValue, Value]) -> list[torch.Tensor]:
+        return [env[v] for v in self._returned]
+
+    def run_steps(
+        self,
+        env: dict[SSAValue, Value],
+        start: int,
+        stop: int,
+        allocate: Allocate | None = None,
+        after_step: AfterStep | None = None,
+    ) -> None:
+        """Enqueue steps ``start`` to ``stop`` (exclusive), reading and adding to ``env``;
+        a value is dropped from it after its last use. ``allocate``: each kernel step's
+        outputs (else fresh tensors on the current stream)."""
+        for index in range(start, stop):
+            step, dead = self.steps[index], self._dead_after[index]
             operands = [env[v] for v in step.op.operands]
             if step.kernel is not None:
                 if allocate is not None:
@@ -282,7 +305,6 @@ class GpuExecutor:
             env.update(zip(step.op.results, outs))
             for v in dead:  # intermediates go back to the allocator after their last use
                 env.pop(v, None)
-        return [env[v] for v in self._returned]
 
     def summary(self) -> dict[str, Any]:
         """How many top-level ops each backend runs, and which ops are stopgap torch ops."""
