@@ -54,7 +54,7 @@ def cold_load(path: Path) -> dict[str, Any]:
 
 def main() -> None:
     import dnnc
-    from bench.gpu_timing import environment, result_path
+    from bench.gpu_timing import environment, write_record
     from bench.suite.workloads import WORKLOADS
     from dnnc.backends.triton import compiler
 
@@ -88,9 +88,7 @@ def main() -> None:
             }
             print(name, label, json.dumps({k: v for k, v in entry[label].items() if k != "runs"}), flush=True)
         record["workloads"][name] = entry
-    path = result_path(args.out, "cold-load")
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
+    write_record(args.out, "cold-load", record)
 
 
 if __name__ == "__main__":

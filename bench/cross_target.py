@@ -55,7 +55,7 @@ def build_elsewhere(name: str, target: str, path: Path) -> dict[str, Any]:
 def main() -> None:
     import dnnc
     from bench.cold_load import cold_load
-    from bench.gpu_timing import environment, fp16_inputs, median_ms, result_path
+    from bench.gpu_timing import environment, fp16_inputs, median_ms, write_record
     from bench.suite.workloads import WORKLOADS
     from dnnc.numerics import relative_error
 
@@ -87,9 +87,7 @@ def main() -> None:
         entry["cold_load_elsewhere"] = cold_load(path)
         print(name, json.dumps(entry), flush=True)
         record["workloads"][name] = entry
-    out = result_path(args.out, "cross-target")
-    out.write_text(json.dumps(record, indent=1))
-    print(f"wrote {out}")
+    write_record(args.out, "cross-target", record)
 
 
 if __name__ == "__main__":
