@@ -135,3 +135,20 @@ def test_the_cli_writes_an_artifact_for_the_target(tmp_path: Path) -> None:
     wrong = dnnc_cli("compile", "dnnc.models:conv_block", "--target", "sm90")
     assert wrong.returncode != 0 and "expected a CUDA architecture" in wrong.stdout + wrong.stderr
     assert "Traceback" not in wrong.stdout + wrong.stderr
+
+
+def test_a_stablehlo_file_is_built_for_the_target(tmp_path: Path) -> None:
+    jax = pytest.importorskip("jax")
+
+    def conv(x, w):  # NHWC, HWIO, as JAX writes convolutions
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    x, w = jax.numpy.ones((2, 9, 9, 8), "float16"), jax.numpy.ones((3, 3, 8, 16), "float16")
+    (tmp_path / "conv.mlir").write_text(jax.jit(conv).lower(x, w).as_text())
+    command = [sys.executable, "-m", "dnnc", "compile", "conv.mlir", "--target", "sm_90", "-o", "conv.dnnc"]
+    done = subprocess.run(command, cwd=tmp_path, env=_compiling_env(tmp_path / "cache"), capture_output=True, text=True)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "matches the reference backend" in said, said[-3000:]
+    archive = zipfile.ZipFile(tmp_path / "conv.dnnc")
+    assert json.loads(archive.read("manifest.json"))["target"] == "sm_90"
+    assert "kernels/sm_90/triton.json" in archive.namelist()
