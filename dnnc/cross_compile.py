@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dnnc import knobs, progress
-from dnnc.compiled import CompiledModule
+from dnnc.compiled import CompiledModule, target_of
 from dnnc.errors import DnncError
 from dnnc.ir import extern
 from dnnc.ir.program import Program
@@ -49,10 +49,7 @@ def local_target() -> str | None:
     """The GPU here as a target (``sm_90``), or None without one."""
     import torch
 
-    if not torch.cuda.is_available():
-        return None
-    major, minor = torch.cuda.get_device_capability()
-    return f"sm_{major}{minor}"
+    return target_of("cuda") if torch.cuda.is_available() else None
 
 
 @contextmanager

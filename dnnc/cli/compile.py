@@ -257,16 +257,15 @@ def print_summary(compiled: Any, output: Path) -> None:
             f"buckets: {', '.join(label for label, _ in programs)} (ranges {ranges}; signature above: {programs[0][0]})"
         )
     console.print(f"parameters: {len(program.params)} tensors, {program.params.nbytes() / 1e6:.1f} MB")
+    summary = compiled.summary()
+    steps = ", ".join(f"{n} {b}" for b, n in sorted(summary["steps"].items()))
     if compiled.device == "cuda":
-        summary = compiled.summary()
-        steps = ", ".join(f"{n} {b}" for b, n in sorted(summary["steps"].items()))
         console.print(f"backend: GPU ({steps}; torch.cuda {torch.cuda.get_device_name()})")
         for f in summary["fallbacks"]:
             console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
         for name, variant in summary["user_kernels"].items():
             console.print(f"user kernel {name}: {variant}")
     elif compiled.target != "cpu":
-        steps = ", ".join(f"{n} {b}" for b, n in sorted(compiled.summary()["steps"].items()))
         console.print(f"backend: GPU {compiled.target}, built here without it ({steps}); runs here on the CPU reference backend")
     else:
         console.print(f"backend: CPU reference ({compiled.device})")

@@ -31,6 +31,7 @@ graph (no graph launched inside a capture).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,15 +76,8 @@ def tail_start(executor: Any) -> int:
         last -= 1
     if last == 0 or steps[last - 1].kernel is None:
         return len(steps)
-    written = sum(_numel(shape) * dtype.itemsize for shape, dtype in steps[last - 1].out_specs)
+    written = sum(math.prod(shape) * dtype.itemsize for shape, dtype in steps[last - 1].out_specs)
     return last - 1 if written >= TAIL_MIN_BYTES else len(steps)
-
-
-def _numel(shape: Sequence[int]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
 
 
 def _signature(inputs: Sequence[torch.Tensor]) -> tuple:

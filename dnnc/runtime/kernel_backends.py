@@ -41,13 +41,21 @@ def ordinals(block: Any) -> dict[Operation, int]:
     return found
 
 
+def moves_no_data(op: Operation) -> bool:
+    """A top-level op no backend takes that runs as a view: a row-major reshape, or a
+    returned slice."""
+    from dnnc.ir import tcp
+    from dnnc.ir.analysis import is_output_view
+
+    return isinstance(op, tcp.ReshapeOp) or is_output_view(op)
+
+
 def planned_steps(block: Any) -> tuple[dict[str, int], dict[str, int]]:
     """How many of a lowered program's top-level ops each backend runs (``view``: a
     reshape or returned slice, ``torch``: no backend's) and which ops those torch ones
     are: ``GpuExecutor.summary``'s ``steps`` and ``torch_ops`` for a program built for
     another machine, where nothing was built to fall back."""
     from dnnc.ir import tcp
-    from dnnc.ir.analysis import is_output_view
 
     steps: Counter[str] = Counter()
     torch_ops: Counter[str] = Counter()
@@ -55,7 +63,7 @@ def planned_steps(block: Any) -> tuple[dict[str, int], dict[str, int]]:
         backend = backend_of(op)
         if backend is not None:
             steps[backend.name] += 1
-        elif isinstance(op, tcp.ReshapeOp) or is_output_view(op):
+        elif moves_no_data(op):
             steps["view"] += 1
         elif not isinstance(op, tcp.SOURCE_OPS):
             steps["torch"] += 1

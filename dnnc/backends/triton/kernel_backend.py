@@ -108,6 +108,7 @@ def build(op: Operation, ordinal: int | None, context: BuildContext) -> GroupKer
 
 def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context: BuildContext) -> GroupKernel:
     import torch
+    import triton
 
     from dnnc.backends.triton.compiler import adopt, interpreting
     from dnnc.backends.triton.configs import candidates
@@ -146,15 +147,9 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     if fits and not adopt(regenerated, capability, compiled):  # the source is compiled instead
         say_once(
             f"dnnc: the artifact's Triton kernels for sm_{capability} were compiled by another Triton or dnnc "
-            f"version (this is Triton {triton_version()}, dnnc {__version__}): compiling them here"
+            f"version (this is Triton {triton.__version__}, dnnc {__version__}): compiling them here"
         )
     return TritonKernel(regenerated, context.device, capability, config)
-
-
-def triton_version() -> str:
-    import triton
-
-    return triton.__version__
 
 
 def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:
