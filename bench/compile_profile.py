@@ -6,7 +6,9 @@ partitioner's lowering and timing of candidates; ``--cprofile`` for a full profi
 several times slower), then
 times every step of the built program in place (``dnnc.runtime.profile``) next to
 what the partitioner measured or estimated for the chosen groups, so a group that
-is faster alone than in its program shows up.
+is faster alone than in its program shows up. ``--peer-kernels`` also lists the GPU
+kernels of torch.compile's program (``mode="reduce-overhead"``, as the suite runs it)
+by time per call, from ``torch.profiler``, so the two programs can be set side by side.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
         {
             "backend": s.backend,
             "kind": group_attr(s.op, GROUP_KIND_ATTR) or s.op.name,
+            "ops": _op_names(s.op),
             "result": describe(s.op.results[0].type) if s.op.results else "",
             "ms": ms,
         }
@@ -144,8 +147,9 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
     stages = {s.name: round(s.seconds, 3) for s in compiled.report.stages}
     print(f"{workload} {policy}: cold {cold:.1f} s warm {warm:.1f} s; steps in place {sum(times):.4f} ms", flush=True)
     print(json.dumps(timers.table()), flush=True)
-    for step in sorted(steps, key=lambda st: -st["ms"])[:15]:
-        print(f"    {step['ms']:8.4f} ms  {step['backend']:8s} {step['kind']:40s} {step['result']}", flush=True)
+    for step in sorted(steps, key=lambda st: -st["ms"])[:top]:
+        ops = ",".join(step["ops"])[:60]
+        print(f"    {step['ms']:8.4f} ms  {step['backend']:8s} {step['kind']:24s} {step['result']:24s} {ops}", flush=True)
     return {
         "calls": timers.table(),
         "workload": workload,
@@ -160,6 +164,42 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
     }
 
 
+def _op_names(op: Any) -> list[str]:
+    """The tcp ops inside a step's group (the op itself where it has no body)."""
+    names = [inner.name.split(".")[-1] for region in op.regions for block in region.blocks for inner in block.ops]
+    return [n for n in names if n not in ("yield", "return")] or [op.name.split(".")[-1]]
+
+
+def peer_kernels(workload: str, top: int, calls: int = 20) -> dict[str, Any]:
+    """torch.compile's GPU kernels for the workload, per call, longest first."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from bench.suite.torch_variants import _compiled
+
+    model, inputs = WORKLOADS[workload].build()
+    net = model.eval().cuda().half()
+    run = _compiled(net, fp16_inputs(inputs))
+    for _ in range(5):
+        run()
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    kernels = [
+        {"name": e.key[:160], "ms": e.device_time_total / 1000 / calls, "launches": e.count / calls}
+        for e in prof.key_averages()
+        if e.device_time_total > 0
+    ]
+    kernels.sort(key=lambda k: -k["ms"])
+    total = sum(k["ms"] for k in kernels)
+    print(f"{workload} torch.compile: kernels {total:.4f} ms a call", flush=True)
+    for k in kernels[:top]:
+        print(f"    {k['ms']:8.4f} ms  x{k['launches']:<5g} {k['name'][:110]}", flush=True)
+    return {"workload": workload, "kernels_ms": total, "kernels": kernels}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -167,13 +207,16 @@ def main() -> None:
     parser.add_argument("--policies", default="auto")
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--cprofile", action="store_true", help="Also profile every call (several times slower).")
+    parser.add_argument("--peer-kernels", action="store_true", help="Also list torch.compile's kernels per call.")
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = [
         profile(w, p, out_dir, args.top, args.cprofile) for w in args.workloads.split(",") for p in args.policies.split(",")
     ]
-    (out_dir / "compile-profile.json").write_text(json.dumps({"environment": environment(), "results": results}, indent=1))
+    peers = [peer_kernels(w, args.top) for w in args.workloads.split(",")] if args.peer_kernels else []
+    record = {"environment": environment(), "results": results, "peer_kernels": peers}
+    (out_dir / "compile-profile.json").write_text(json.dumps(record, indent=1))
     torch.cuda.synchronize()
 
 

@@ -41,7 +41,8 @@
 #   call-overhead  a compiled program's call, piece by piece on the host ($OVERHEAD_WORKLOADS,
 #              default conv-block-b1; bench/call_overhead.py)
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
-#              calls ($PROFILE_WORKLOADS, default resnet50-b1; bench/compile_profile.py)
+#              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels;
+#              bench/compile_profile.py)
 #   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
 #              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
 #              $BUCKET_VARIANTS picks; bench/buckets.py)
@@ -162,7 +163,8 @@ for step in $steps; do
       python3 bench/call_overhead.py --workloads "${OVERHEAD_WORKLOADS:-conv-block-b1}" --out "$OUT" 2>&1 \
         | tee "$OUT/call-overhead.log" || status=1 ;;
     step-profile)
-      python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" --out "$OUT" 2>&1 \
+      # shellcheck disable=SC2086
+      python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" ${PROFILE_ARGS:-} --out "$OUT" 2>&1 \
         | tee "$OUT/step-profile.log" || status=1 ;;
     buckets)
       for w in ${BUCKET_WORKLOADS:-resnet50 bert-batch bert-seq}; do

@@ -8,7 +8,10 @@ written as sums divided by the count (in float32 between casts, for 16-bit
 inputs): four to eight kernels where ``tcp.softmax`` or ``tcp.layer_norm`` is one.
 PyTorch models write the RMS norm of Llama, T5 and their kin by hand as
 ``x * rsqrt(mean(x^2) + eps)`` (the weight and casts around it): one
-``tcp.rms_norm`` with a unit weight, the rest left as its epilogue.
+``tcp.rms_norm`` with a unit weight, the rest left as its epilogue. GPT-2's
+activation (transformers' ``gelu_new``, JAX's ``gelu(approximate=True)``) is the tanh
+GELU written out, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``: nine ops
+(a ``pow`` among them) where ``tcp.gelu`` is one that a product's epilogue takes.
 The matches are exact: the same ``x`` feeds every step, over the same single
 (last, for layer norm; trailing, for RMS norm) axes, with the reduced values
 broadcast back along them.
@@ -16,8 +19,10 @@ broadcast back along them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -80,7 +85,7 @@ def _centered(value: SSAValue, axis: int) -> tuple[SSAValue, SSAValue] | None:
     if not isinstance(sub, tcp.SubOp):
         return None
     mean = sub.rhs
-    while isinstance(mean.owner, tcp.BroadcastOp):
+    while isinstance(mean.owner, tcp.BroadcastOp | tcp.ReshapeOp):
         mean = mean.owner.input
     x = sub.lhs
     return (x, mean) if _mean_of(mean, axis) == _uncast(x) or _mean_of(mean, axis) == x else None
@@ -131,7 +136,7 @@ class RaiseLayerNorm(RewritePattern):
     @staticmethod
     def _match(centered: SSAValue, rstd: SSAValue, axis: int) -> tuple[SSAValue, float] | None:
         pair = _centered(centered, axis)
-        while isinstance(rstd.owner, tcp.BroadcastOp):
+        while isinstance(rstd.owner, tcp.BroadcastOp | tcp.ReshapeOp):
             rstd = rstd.owner.input
         if pair is None or not isinstance(rstd.owner, tcp.RsqrtOp):
             return None
@@ -170,7 +175,7 @@ class RaiseRmsNorm(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tcp.MulOp, rewriter: PatternRewriter) -> None:
         for x, scale in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-            while isinstance(scale.owner, tcp.BroadcastOp):
+            while isinstance(scale.owner, tcp.BroadcastOp | tcp.ReshapeOp):
                 scale = scale.owner.input
             if not isinstance(scale.owner, tcp.RsqrtOp) or not isinstance(scale.owner.input.owner, tcp.AddOp):
                 continue
@@ -189,7 +194,72 @@ class RaiseRmsNorm(RewritePattern):
                 return
 
 
+def _is_splat(value: SSAValue, target: float) -> bool:
+    """A splat of ``target`` as the model's dtype rounds it (float16 keeps ~3 digits)."""
+    found = splat_value(value)
+    return found is not None and abs(float(found) - target) <= 1e-3 * abs(target)
+
+
+def _other(op: tcp.BinaryOp, target: float) -> SSAValue | None:
+    """The operand of ``op`` beside a splat of ``target``, or None."""
+    for value, constant in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if _is_splat(constant, target):
+            return value
+    return None
+
+
+def _cube_of(value: SSAValue) -> SSAValue | None:
+    """``x`` where ``value`` is ``x ** 3`` or ``x * x * x``."""
+    op = value.owner
+    if isinstance(op, tcp.PowOp) and splat_value(op.rhs) == 3:
+        return op.lhs
+    if isinstance(op, tcp.MulOp):
+        for square, x in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if _square_of(square) == x:
+                return x
+    return None
+
+
+def _tanh_gelu_factor_of(value: SSAValue) -> SSAValue | None:
+    """``x`` where ``value`` is ``1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))``."""
+    add = value.owner
+    if not isinstance(add, tcp.AddOp) or (t := _other(add, 1.0)) is None or not isinstance(t.owner, tcp.TanhOp):
+        return None
+    scaled = t.owner.input.owner
+    if not isinstance(scaled, tcp.MulOp) or (inner := _other(scaled, math.sqrt(2 / math.pi))) is None:
+        return None
+    total = inner.owner
+    if not isinstance(total, tcp.AddOp):
+        return None
+    for x, term in ((total.lhs, total.rhs), (total.rhs, total.lhs)):
+        if isinstance(term.owner, tcp.MulOp) and (cube := _other(term.owner, 0.044715)) is not None and _cube_of(cube) == x:
+            return x
+    return None
+
+
+class RaiseTanhGelu(RewritePattern):
+    """mul(mul(x, 0.5), 1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) -> gelu(x, tanh),
+    the half on either side."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tcp.MulOp, rewriter: PatternRewriter) -> None:
+        for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            half_x = _other(a.owner, 0.5) if isinstance(a.owner, tcp.MulOp) else None
+            if half_x is not None and _tanh_gelu_factor_of(b) == half_x:
+                x = half_x
+            elif (
+                isinstance(b.owner, tcp.MulOp)
+                and (factor := _other(b.owner, 0.5)) is not None
+                and _tanh_gelu_factor_of(factor) == a
+            ):
+                x = a
+            else:
+                continue
+            rewriter.replace(op, tcp.GeluOp.make([x], {"approximate": StringAttr("tanh")}))
+            return
+
+
 @dataclass(frozen=True)
 class RaiseOps(PatternPass):
     name = "raise-ops"
-    patterns = (RaiseSoftmax(), RaiseLayerNorm(), RaiseRmsNorm())
+    patterns = (RaiseSoftmax(), RaiseLayerNorm(), RaiseRmsNorm(), RaiseTanhGelu())

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass
-from dnnc.ir.types import shape_of
+from dnnc.ir.types import as_tensor_type, shape_of, tensor_type
 
 
 def _forward(rewriter: PatternRewriter, op: tcp.TcpOp, value: SSAValue) -> None:
@@ -93,6 +94,46 @@ class SplatThroughShapeOps(RewritePattern):
             rewriter.replace(op, tcp.ConstantOp(source.value, op.result.type))
 
 
+class ElementwiseBeforeReshape(RewritePattern):
+    """f(reshape(a), reshape(b), splat) -> reshape(f(a, b, splat)) where a and b have
+    one shape: an elementwise op computes the same values on either side of a
+    reshape. A Linear applied to a 4-d tensor imports as ``matmul -> bias add ->
+    reshape``, so the activation after it (ConvNeXt's GELU) sits behind a reshape;
+    moved above it, the activation follows the product directly and can join its
+    epilogue, and the reshape meets the next product's and cancels."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, tcp.ELEMENTWISE_OPS) or not op.operands or len(op.results) != 1:
+            return
+        source = None
+        for v in op.operands:
+            if isinstance(v.owner, tcp.ReshapeOp):
+                if source is not None and v.owner.input.type.get_shape() != source:
+                    return
+                source = v.owner.input.type.get_shape()
+            elif not isinstance(v.owner, tcp.ConstantOp):
+                return
+        if source is None:
+            return
+        operands: list[SSAValue] = []
+        for v in op.operands:
+            if isinstance(v.owner, tcp.ReshapeOp):
+                operands.append(v.owner.input)
+            else:
+                splat = tcp.ConstantOp(v.owner.value, tensor_type(list(source), as_tensor_type(v).element_type))
+                rewriter.insert(splat, InsertPoint.before(op))
+                operands.append(splat.result)
+        result = as_tensor_type(op.results[0])
+        inner = op.__class__(
+            operands=operands,
+            result_types=[tensor_type(list(source), result.element_type)],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        rewriter.insert(inner, InsertPoint.before(op))
+        rewriter.replace(op, tcp.ReshapeOp(operands=[inner.results[0]], result_types=[result]))
+
+
 @dataclass(frozen=True)
 class SimplifyShapes(PatternPass):
     name = "simplify-shapes"
@@ -103,4 +144,5 @@ class SimplifyShapes(PatternPass):
         ComposeBroadcasts(),
         TransposeOfUnitDimsToReshape(),
         SplatThroughShapeOps(),
+        ElementwiseBeforeReshape(),
     )

@@ -7,10 +7,16 @@ transposes split each convolution from its epilogue, and every backend pattern
 misses it. An elementwise op whose runtime operands are all transposes by one
 permutation ``p`` (its other operands compile-time: constants, parameters and
 their broadcasts) computes the same values before the transpose:
-``f(T_p(a), T_p(b), c) = T_p(f(a, b, T_p^-1(c)))``. Moving ``T_p`` below the op
-never adds a runtime transpose; ``simplify-shapes`` then composes it with the
-next one (identity when they undo each other) and turns a transpose of a
-broadcast parameter into a reshape that ``fold-params`` folds.
+``f(T_p(a), T_p(b), c) = T_p(f(a, b, T_p^-1(c)))``. The move is made where at
+least one of those transposes then has no other user: one transpose after the op
+replaces one or more before it, so no runtime transpose is added. ``simplify-shapes``
+then composes it with the next one (identity when they undo each other) and turns a
+transpose of a broadcast parameter into a reshape that ``fold-params`` folds.
+
+PyTorch models that run part of each block channels-last (ConvNeXt's
+``permute -> LayerNorm -> Linear -> permute back -> scale -> + residual``) meet the
+same rule: the residual stream's transposes move down block after block, and each
+block's convolution reads the stream in the layout it already has.
 """
 
 from __future__ import annotations
@@ -27,29 +33,33 @@ from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass
 from dnnc.ir.types import as_tensor_type, tensor_type
 
+TO_NCHW = (0, 3, 1, 2)
+
 
 class SinkThroughElementwise(RewritePattern):
-    """f(transpose(a, p), ..., c) -> transpose(f(a, ..., transpose(c, p^-1)), p)."""
+    """f(transpose(a, p), ..., c) -> transpose(f(a, ..., transpose(c, p^-1)), p), where
+    c is compile-time or, for channels-last data brought back to NCHW, a convolution's
+    result (its bias and activation included): convolutions run channels-last
+    (``assign-layouts``), so the transpose that asks for its result NHWC cancels
+    against the one that gives it back NCHW."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, tcp.ELEMENTWISE_OPS) or not op.operands:
             return
-        perm: list[int] | None = None
+        moved = [v for v in op.operands if _runtime_transpose(v)]
+        perms = {tuple(ints(v.owner.permutation)) for v in moved}
+        if len(perms) != 1 or not any(all(u.operation is op for u in v.uses) for v in moved):
+            return  # no transpose, transposes that disagree, or none freed: one would be added
+        perm = list(perms.pop())
         for v in op.operands:
-            owner = v.owner
-            if isinstance(owner, tcp.TransposeOp):
-                p = list(ints(owner.permutation))
-                if perm is not None and p != perm:
-                    return
-                perm = p
-            elif not is_compile_time(v):
+            if v in moved or is_compile_time(v):
+                continue
+            if not (tuple(perm) == TO_NCHW and _from_a_convolution(v)):
                 return  # a runtime operand in another layout: moving the transpose would add one
-        if perm is None:
-            return
         inverse = inverse_permutation(perm)
         operands: list[SSAValue] = []
         for v in op.operands:
-            if isinstance(v.owner, tcp.TransposeOp):
+            if v in moved:
                 operands.append(v.owner.input)
             else:
                 back = tcp.TransposeOp.make([v], {"permutation": i64_array(inverse)})
@@ -62,6 +72,23 @@ class SinkThroughElementwise(RewritePattern):
         )
         rewriter.insert(inner, InsertPoint.before(op))
         rewriter.replace(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
+
+
+def _from_a_convolution(value: SSAValue, depth: int = 4) -> bool:
+    """A convolution's result, or elementwise code on one whose other operands are
+    compile-time (a bias, an activation)."""
+    owner = value.owner
+    if isinstance(owner, tcp.Conv2dOp):
+        return True
+    if depth == 0 or not isinstance(owner, tcp.ELEMENTWISE_OPS):
+        return False
+    runtime = [v for v in owner.operands if not is_compile_time(v)]
+    return len(runtime) == 1 and _from_a_convolution(runtime[0], depth - 1)
+
+
+def _runtime_transpose(value: SSAValue) -> bool:
+    """A transpose of data computed at run time (one of a constant folds away)."""
+    return isinstance(value.owner, tcp.TransposeOp) and not is_compile_time(value)
 
 
 class TransposeOfBroadcast(RewritePattern):

@@ -3,7 +3,8 @@ imports nothing).
 
     torch.export ──► imported ──► canonical
                                   (fold-batchnorm, simplify-shapes, fold-params,
-                                   simplify-shapes, raise-ops, fold-attention-masks, dce)
+                                   sink-transposes, simplify-shapes, fold-params,
+                                   raise-ops, fold-attention-masks, dce)
                   ──► GPU form: products padded to aligned rows (gpu-aligned-products),
                                 the backends' first stages (cuDNN attention when asked,
                                 Triton's split-reductions), then greedy (each backend's
@@ -12,9 +13,13 @@ imports nothing).
 
 from __future__ import annotations
 
-CANONICALIZE = "fold-batchnorm,simplify-shapes,fold-params,simplify-shapes,raise-ops,fold-attention-masks,dce"
-"""Batch norms folded into products, weights pre-computed, shape chains collapsed, ops
-written out in steps (the RMS norms of Llama-style models) raised to one tcp op."""
+CANONICALIZE = (
+    "fold-batchnorm,simplify-shapes,fold-params,sink-transposes,simplify-shapes,fold-params,raise-ops,fold-attention-masks,dce"
+)
+"""Batch norms folded into products, weights pre-computed, layout changes moved below
+elementwise code where that frees one (a model's channels-last stretches joined up),
+shape chains collapsed, ops written out in steps (the RMS norms of Llama-style models)
+raised to one tcp op."""
 
 CUDNN_STAGE = "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn"
 """Outline cuDNN graphs, make convolutions channels-last (weights transposed, and

@@ -7,10 +7,12 @@ rest stays for code generation. It also matches the attention core as programs
 written out in steps spell it in tcp::
 
     s = batch_matmul(q, kT)            [BH, Sq, Skv]
-    (reshape)  (s = s * c | s / c)     c a splat constant: the softmax scale (none: 1)
+    (s = s * c | s / c)                c a splat constant: the softmax scale (none: 1)
     (s = select(causal_mask, -inf, s)) the mask a compile-time upper triangle
-    p = softmax(s, last axis)  (reshape)
+    p = softmax(s, last axis)
     o = batch_matmul(p, v)             [BH, Sq, Dv]
+
+with reshapes (``[BH, ...]`` to ``[B, H, ...]`` and back) anywhere between the steps
 
 and outlines it as ``tcp.isolated_group {backend = "cudnn", kind = "sdpa" |
 "sdpa_causal"}`` whose body is those ops unchanged, so it means what it meant;
@@ -114,6 +116,17 @@ def _single_user(value: SSAValue) -> Operation | None:
     return next(iter(value.uses)).operation if has_one_use(value) else None
 
 
+def _past_reshapes(value: SSAValue, members: list[Operation]) -> tuple[SSAValue, Operation | None]:
+    """Follow ``value``'s single user through reshapes (added to ``members``): the last
+    value reached and its single user."""
+    user = _single_user(value)
+    while isinstance(user, tcp.ReshapeOp):
+        members.append(user)
+        value = user.result
+        user = _single_user(value)
+    return value, user
+
+
 def _splat(value: SSAValue) -> float | None:
     owner = value.owner
     while isinstance(owner, tcp.BroadcastOp):
@@ -145,12 +158,7 @@ def match_attention(
     if d % 8 or d > 128 or skv < min_keys:
         return None
     members: list[Operation] = [root]
-    current = root.results[0]
-    user = _single_user(current)
-    if isinstance(user, tcp.ReshapeOp):
-        members.append(user)
-        current = user.result
-        user = _single_user(current)
+    current, user = _past_reshapes(root.results[0], members)
     scale: float | None = 1.0  # scores straight into the softmax: unscaled
     if isinstance(user, tcp.MulOp):
         scale = _splat(user.operands[1] if user.operands[0] is current else user.operands[0])
@@ -161,8 +169,7 @@ def match_attention(
         if scale is None or not math.isfinite(scale):
             return None
         members.append(user)
-        current = user.result
-        user = _single_user(current)
+        current, user = _past_reshapes(user.result, members)
     causal = False
     if isinstance(user, tcp.SelectOp) and user.on_false is current:
         fill = _splat(user.on_true)
@@ -170,17 +177,11 @@ def match_attention(
             return None
         members.append(user)
         causal = True
-        current = user.result
-        user = _single_user(current)
+        current, user = _past_reshapes(user.result, members)
     if not isinstance(user, tcp.SoftmaxOp) or int(scalar(user.axis)) != len(shape_of(current)) - 1:
         return None
     members.append(user)
-    current = user.result
-    user = _single_user(current)
-    if isinstance(user, tcp.ReshapeOp):
-        members.append(user)
-        current = user.result
-        user = _single_user(current)
+    current, user = _past_reshapes(user.result, members)
     if not isinstance(user, tcp.BatchMatmulOp) or user.operands[0] is not current or shape_of(current) != (bh, sq, skv):
         return None
     dv = shape_of(user.operands[1])[2]

@@ -891,9 +891,17 @@ def test_vit_block(canonical_models: dict, rng: torch.Generator) -> None:
     check_no_param_transposes(lowered)
     norms = sum(1 for m in model.modules() if isinstance(m, nn.LayerNorm))
     linears = sum(1 for m in model.modules() if isinstance(m, nn.Linear))
-    # linears: their bias broadcast over the tokens, except the head's (one row);
-    # attention: q @ k^T and weights @ v
-    assert kinds(lowered) == {"conv_bias": 1, "layernorm": norms, "matmul_bias": linears - 1, "matmul_add": 1, "matmul": 2}
+    # linears: their bias broadcast over the tokens, except the head's (one row), the
+    # MLP's first with its GELU; attention: q @ k^T with its scale, and weights @ v
+    assert kinds(lowered) == {
+        "conv_bias": 1,
+        "layernorm": norms,
+        "matmul_bias": linears - 2,
+        "matmul_bias_gelu": 1,
+        "matmul_add": 1,
+        "matmul_mul": 1,
+        "matmul": 1,
+    }
     for g in graphs(lowered):
         if g.attributes["kind"].data == "layernorm":  # type: ignore[attr-defined]
             x = g.body.block.args[0]
@@ -912,8 +920,15 @@ def test_gpt2_block(canonical_models: dict, rng: torch.Generator) -> None:
     check_no_param_transposes(lowered)
     norms = sum(1 for m in model.modules() if isinstance(m, nn.LayerNorm))
     linears = sum(1 for m in model.modules() if isinstance(m, nn.Linear) and m.bias is not None)
-    # biased linears; attention's two batched matmuls and the LM head (no bias)
-    assert kinds(lowered) == {"layernorm": norms, "matmul_bias": linears, "matmul": 3}
+    # biased linears, the MLP's first with its GELU; attention's two batched matmuls (the
+    # scores with their scale) and the LM head (no bias)
+    assert kinds(lowered) == {
+        "layernorm": norms,
+        "matmul_bias": linears - 1,
+        "matmul_bias_gelu_approx_tanh": 1,
+        "matmul_mul": 1,
+        "matmul": 2,
+    }
     assert not [op for op in lowered.entry.body.walk() if isinstance(op, (tcp.MatmulOp, tcp.BatchMatmulOp, tcp.LayerNormOp))]
 
 

@@ -162,3 +162,67 @@ func.func @not_its_own_square(%x: tensor<2x8xf32>, %z: tensor<2x8xf32>) -> tenso
   %n = tcp.mul %x, %rb : tensor<2x8xf32>
   func.return %n : tensor<2x8xf32>
 }
+
+// GPT-2's activation (transformers' gelu_new) as it imports: one tcp.gelu with the tanh
+// approximation in place of nine ops.
+// CHECK-LABEL: func.func @tanh_gelu_in_steps
+// CHECK-NEXT:    %[[G:.*]] = tcp.gelu %x {approximate = "tanh"} : tensor<4x8xf16>
+// CHECK-NEXT:    func.return %[[G]]
+func.func @tanh_gelu_in_steps(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %half = tcp.constant {value = 0.5 : f64} : tensor<4x8xf16>
+  %h = tcp.mul %x, %half : tensor<4x8xf16>
+  %three = tcp.constant {value = 3.0 : f64} : tensor<4x8xf16>
+  %cube = tcp.pow %x, %three : tensor<4x8xf16>
+  %k = tcp.constant {value = 0.044715 : f64} : tensor<4x8xf16>
+  %kc = tcp.mul %cube, %k : tensor<4x8xf16>
+  %inner = tcp.add %x, %kc : tensor<4x8xf16>
+  %c = tcp.constant {value = 0.79788456080286541 : f64} : tensor<4x8xf16>
+  %scaled = tcp.mul %inner, %c : tensor<4x8xf16>
+  %t = tcp.tanh %scaled : tensor<4x8xf16>
+  %one = tcp.constant {value = 1.0 : f64} : tensor<4x8xf16>
+  %f = tcp.add %t, %one : tensor<4x8xf16>
+  %y = tcp.mul %h, %f : tensor<4x8xf16>
+  func.return %y : tensor<4x8xf16>
+}
+
+// The cube as x * x * x and the half on the other factor: the same GELU.
+// CHECK-LABEL: func.func @tanh_gelu_cube_by_products
+// CHECK-NEXT:    %[[G:.*]] = tcp.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
+// CHECK-NEXT:    func.return %[[G]]
+func.func @tanh_gelu_cube_by_products(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = tcp.mul %x, %x : tensor<4x8xf32>
+  %cube = tcp.mul %sq, %x : tensor<4x8xf32>
+  %k = tcp.constant {value = 0.044715 : f64} : tensor<4x8xf32>
+  %kc = tcp.mul %k, %cube : tensor<4x8xf32>
+  %inner = tcp.add %kc, %x : tensor<4x8xf32>
+  %c = tcp.constant {value = 0.79788456080286541 : f64} : tensor<4x8xf32>
+  %scaled = tcp.mul %c, %inner : tensor<4x8xf32>
+  %t = tcp.tanh %scaled : tensor<4x8xf32>
+  %one = tcp.constant {value = 1.0 : f64} : tensor<4x8xf32>
+  %f = tcp.add %one, %t : tensor<4x8xf32>
+  %half = tcp.constant {value = 0.5 : f64} : tensor<4x8xf32>
+  %hf = tcp.mul %f, %half : tensor<4x8xf32>
+  %y = tcp.mul %x, %hf : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// Another coefficient than 0.044715: not the tanh GELU, nothing is raised.
+// CHECK-LABEL: func.func @not_a_tanh_gelu
+// CHECK-NOT:     tcp.gelu
+// CHECK:         tcp.tanh
+func.func @not_a_tanh_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %half = tcp.constant {value = 0.5 : f64} : tensor<4x8xf32>
+  %h = tcp.mul %x, %half : tensor<4x8xf32>
+  %three = tcp.constant {value = 3.0 : f64} : tensor<4x8xf32>
+  %cube = tcp.pow %x, %three : tensor<4x8xf32>
+  %k = tcp.constant {value = 0.05 : f64} : tensor<4x8xf32>
+  %kc = tcp.mul %cube, %k : tensor<4x8xf32>
+  %inner = tcp.add %x, %kc : tensor<4x8xf32>
+  %c = tcp.constant {value = 0.79788456080286541 : f64} : tensor<4x8xf32>
+  %scaled = tcp.mul %inner, %c : tensor<4x8xf32>
+  %t = tcp.tanh %scaled : tensor<4x8xf32>
+  %one = tcp.constant {value = 1.0 : f64} : tensor<4x8xf32>
+  %f = tcp.add %t, %one : tensor<4x8xf32>
+  %y = tcp.mul %h, %f : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}

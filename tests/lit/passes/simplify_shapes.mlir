@@ -81,3 +81,47 @@ func.func @noop_data_movement(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2
   %p = tcp.pad %x {low = array<i64: 0, 0>, high = array<i64: 0, 0>, value = 0.000000e+00 : f64} : tensor<2x3xf32> -> tensor<2x3xf32>
   func.return %c, %p : tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// A Linear on a 4-d tensor: product, bias, reshape back, then the activation. The GELU
+// and a splat multiply move above the reshape, which then meets the next one and both go.
+// CHECK-LABEL: func.func @elementwise_before_reshape
+// CHECK-SAME:    (%[[X:.*]]: tensor<6x4xf32>)
+// CHECK-NEXT:    %[[G:.*]] = tcp.gelu %[[X]] {approximate = "none"} : tensor<6x4xf32>
+// CHECK-NEXT:    %[[C:.*]] = tcp.constant {value = 2.000000e+00 : f64} : tensor<6x4xf32>
+// CHECK-NEXT:    %[[M:.*]] = tcp.mul %[[G]], %[[C]] : tensor<6x4xf32>
+// CHECK-NEXT:    func.return %[[M]]
+func.func @elementwise_before_reshape(%x: tensor<6x4xf32>) -> tensor<6x4xf32> {
+  %r = tcp.reshape %x : tensor<6x4xf32> to tensor<2x3x4xf32>
+  %g = tcp.gelu %r {approximate = "none"} : tensor<2x3x4xf32>
+  %c = tcp.constant {value = 2.0 : f64} : tensor<2x3x4xf32>
+  %m = tcp.mul %g, %c : tensor<2x3x4xf32>
+  %back = tcp.reshape %m : tensor<2x3x4xf32> to tensor<6x4xf32>
+  func.return %back : tensor<6x4xf32>
+}
+
+// Two reshapes of one source shape: the sum is taken before them.
+// CHECK-LABEL: func.func @two_reshapes_alike
+// CHECK-NEXT:    %[[A:.*]] = tcp.add %x, %y : tensor<6x4xf32>
+// CHECK-NEXT:    %[[R:.*]] = tcp.reshape %[[A]] : tensor<6x4xf32> to tensor<24xf32>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @two_reshapes_alike(%x: tensor<6x4xf32>, %y: tensor<6x4xf32>) -> tensor<24xf32> {
+  %rx = tcp.reshape %x : tensor<6x4xf32> to tensor<24xf32>
+  %ry = tcp.reshape %y : tensor<6x4xf32> to tensor<24xf32>
+  %a = tcp.add %rx, %ry : tensor<24xf32>
+  func.return %a : tensor<24xf32>
+}
+
+// A reshape beside a broadcast bias, or beside a reshape from another shape: nothing moves.
+// CHECK-LABEL: func.func @reshape_beside_other_layouts
+// CHECK:         %[[R:.*]] = tcp.reshape %x : tensor<6x4xf32> to tensor<2x3x4xf32>
+// CHECK:         tcp.add %[[R]], %{{.*}} : tensor<2x3x4xf32>
+// CHECK:         %[[RY:.*]] = tcp.reshape %y : tensor<4x6xf32> to tensor<2x3x4xf32>
+// CHECK-NEXT:    tcp.mul %[[R]], %[[RY]] : tensor<2x3x4xf32>
+func.func @reshape_beside_other_layouts(%x: tensor<6x4xf32>, %y: tensor<4x6xf32>, %b: tensor<1x1x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %r = tcp.reshape %x : tensor<6x4xf32> to tensor<2x3x4xf32>
+  %bb = tcp.broadcast %b : tensor<1x1x4xf32> to tensor<2x3x4xf32>
+  %a = tcp.add %r, %bb : tensor<2x3x4xf32>
+  %ry = tcp.reshape %y : tensor<4x6xf32> to tensor<2x3x4xf32>
+  %m = tcp.mul %r, %ry : tensor<2x3x4xf32>
+  func.return %a, %m : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}

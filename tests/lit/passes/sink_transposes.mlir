@@ -48,3 +48,52 @@ func.func @same_layouts(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<3x2x
   %m = tcp.mul %tx, %ty : tensor<3x2xf32>
   func.return %m : tensor<3x2xf32>
 }
+
+// A transpose that has another user stays; moving it below the op would add a second
+// one. Here %t also feeds the return, so the add keeps reading it.
+// CHECK-LABEL: func.func @shared_transpose
+// CHECK:         %[[T:.*]] = tcp.transpose %x
+// CHECK-NEXT:    %[[A:.*]] = tcp.add %[[T]], %[[T]]
+// CHECK-NEXT:    func.return %[[A]], %[[T]]
+func.func @shared_transpose(%x: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %t = tcp.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %a = tcp.add %t, %t : tensor<3x2xf32>
+  func.return %a, %t : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// ConvNeXt's residual stream: each block's branch ends channels-last and is transposed
+// back before the scale and the residual add; the stream itself is a transpose shared
+// with the next convolution. The branch's transpose is freed at each op, so the stream
+// stays channels-last and one transpose per block is left, in front of its convolution.
+// CHECK-LABEL: func.func @residual_stream
+// CHECK:         %[[S0:.*]] = tcp.layer_norm %x
+// CHECK-NEXT:    %[[R0:.*]] = tcp.transpose %[[S0]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    tcp.conv2d %[[R0]]
+// CHECK:         %[[M0:.*]] = tcp.mul %{{.*}}, %{{.*}} : tensor<1x4x4x8xf32>
+// CHECK-NEXT:    %[[S1:.*]] = tcp.add %[[M0]], %[[S0]] : tensor<1x4x4x8xf32>
+// CHECK-NEXT:    %[[R1:.*]] = tcp.transpose %[[S1]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    tcp.conv2d %[[R1]]
+// CHECK:         %[[M1:.*]] = tcp.mul %{{.*}}, %{{.*}} : tensor<1x4x4x8xf32>
+// CHECK-NEXT:    %[[S2:.*]] = tcp.add %[[M1]], %[[S1]] : tensor<1x4x4x8xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = tcp.transpose %[[S2]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    func.return %[[OUT]]
+func.func @residual_stream(%x: tensor<1x4x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<1x8x4x4xf32> {
+  %w = tcp.param @w : tensor<8x1x3x3xf32>
+  %gamma = tcp.param @gamma : tensor<1x8x1x1xf32>
+  %gb = tcp.broadcast %gamma : tensor<1x8x1x1xf32> to tensor<1x8x4x4xf32>
+  %s0 = tcp.layer_norm %x, %g, %b {axis = 3 : i64, epsilon = 1.0e-06 : f64} : tensor<1x4x4x8xf32>, tensor<8xf32>
+  %r0 = tcp.transpose %s0 {permutation = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x8xf32> -> tensor<1x8x4x4xf32>
+  %c0 = tcp.conv2d %r0, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %l0 = tcp.transpose %c0 {permutation = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x4xf32> -> tensor<1x4x4x8xf32>
+  %y0 = tcp.layer_norm %l0, %g, %b {axis = 3 : i64, epsilon = 1.0e-06 : f64} : tensor<1x4x4x8xf32>, tensor<8xf32>
+  %t0 = tcp.transpose %y0 {permutation = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x8xf32> -> tensor<1x8x4x4xf32>
+  %m0 = tcp.mul %t0, %gb : tensor<1x8x4x4xf32>
+  %r1 = tcp.add %m0, %r0 : tensor<1x8x4x4xf32>
+  %c1 = tcp.conv2d %r1, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x8x4x4xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %l1 = tcp.transpose %c1 {permutation = array<i64: 0, 2, 3, 1>} : tensor<1x8x4x4xf32> -> tensor<1x4x4x8xf32>
+  %y1 = tcp.layer_norm %l1, %g, %b {axis = 3 : i64, epsilon = 1.0e-06 : f64} : tensor<1x4x4x8xf32>, tensor<8xf32>
+  %t1 = tcp.transpose %y1 {permutation = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x8xf32> -> tensor<1x8x4x4xf32>
+  %m1 = tcp.mul %t1, %gb : tensor<1x8x4x4xf32>
+  %r2 = tcp.add %m1, %r1 : tensor<1x8x4x4xf32>
+  func.return %r2 : tensor<1x8x4x4xf32>
+}
