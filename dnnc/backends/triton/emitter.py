@@ -429,7 +429,7 @@ class KernelEmitter:
             if op.approximate.data == "tanh":
                 inner = self.let(f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})", "g")
                 return self.let(f"0.5 * {x} * (1.0 + {self._tanh(inner)})", "v")
-            return self.let(f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))", "v")
+            return self._gelu(x)
         math_value = self._math(op, x, floating)
         if math_value is not None:
             return math_value
@@ -444,6 +444,20 @@ class KernelEmitter:
                 x = self.let(f"tl.where({x} > {hi}, {hi}, {x})", "v")
             return x
         raise CodegenError(f"{op.name} has no Triton expression")
+
+    def _gelu(self, x: str) -> str:
+        """x * Phi(x) with Phi from erfc's rational-exponential form (Abramowitz and Stegun
+        7.1.26, absolute error under 1.5e-7, below float16's resolution): an approximate
+        reciprocal, one exponential and a degree-5 polynomial in place of libdevice's
+        erff. The exact GELU runs on tens of millions of values in a ConvNeXt or ViT MLP,
+        inside a product's epilogue (BENCHMARKS.md has what it saved). Negative x takes
+        the erfc term directly, without the cancellation of 1 + erf(x)."""
+        z = self.let(f"tl.abs({x}) * 0.7071067811865476", "g")
+        t = self.let(f"tl.fdiv(1.0, 1.0 + 0.3275911 * {z}, ieee_rounding=False)", "g")
+        poly = f"{t} * (-1.453152027 + {t} * 1.061405429)"
+        poly = self.let(f"{t} * (0.254829592 + {t} * (-0.284496736 + {t} * (1.421413741 + {poly})))", "g")
+        half_erfc = self.let(f"0.5 * {poly} * tl.exp(-{z} * {z})", "g")
+        return self.let(f"{x} * tl.where({x} < 0, {half_erfc}, 1.0 - {half_erfc})", "v")
 
     def _tanh(self, x: str) -> str:
         """sign(x) * (1 - e) / (1 + e) with e = exp(-2|x|): no overflow, no libdevice."""
