@@ -31,7 +31,7 @@ from dnnc.ir import tcp
 from dnnc.ir.attrs import i64_array
 from dnnc.ir.builder import TcpBuilder
 from dnnc.ir.params import ParamStore
-from dnnc.ir.rewriting import ParamPass
+from dnnc.ir.rewriting import ParamPass, retyped
 from dnnc.ir.types import element_of, is_float, shape_of, tensor_type, torch_dtype
 
 ALIGN_BYTES = 16
@@ -126,7 +126,7 @@ class _Padder:
                 return None
             return b.reshape(padded, shape)
         if isinstance(user, (*tcp.UNARY_OPS, tcp.CastOp)):
-            return b.emit(_retyped(user, [padded], shape))
+            return b.emit(retyped(user, [padded], shape))
         if isinstance(user, tcp.BINARY_OPS):
             operands = []
             for v in user.operands:
@@ -134,20 +134,8 @@ class _Padder:
                 if grown is None:
                     return None
                 operands.append(grown)
-            return b.emit(_retyped(user, operands, shape))
+            return b.emit(retyped(user, operands, shape))
         return None
-
-
-def _retyped(op: Operation, operands: list[SSAValue], shape: tuple[int, ...]) -> Operation:
-    """A copy of ``op`` (its properties kept) on ``operands``, producing ``shape``."""
-    new = type(op).create(
-        operands=operands,
-        result_types=[tensor_type(shape, element_of(op.results[0]))],
-        properties=dict(op.properties),
-        attributes=dict(op.attributes),
-    )
-    new.verify()
-    return new
 
 
 def _only_user(value: SSAValue) -> Operation | None:

@@ -14,7 +14,7 @@ from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
 from dnnc.ir.attrs import i64_array, ints
-from dnnc.ir.rewriting import PatternPass
+from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type, shape_of, tensor_type
 
 
@@ -123,15 +123,9 @@ class ElementwiseBeforeReshape(RewritePattern):
                 splat = tcp.ConstantOp(v.owner.value, tensor_type(list(source), as_tensor_type(v).element_type))
                 rewriter.insert(splat, InsertPoint.before(op))
                 operands.append(splat.result)
-        result = as_tensor_type(op.results[0])
-        inner = op.__class__(
-            operands=operands,
-            result_types=[tensor_type(list(source), result.element_type)],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
+        inner = retyped(op, operands, source)
         rewriter.insert(inner, InsertPoint.before(op))
-        rewriter.replace(op, tcp.ReshapeOp(operands=[inner.results[0]], result_types=[result]))
+        rewriter.replace(op, tcp.ReshapeOp(operands=[inner.results[0]], result_types=[op.results[0].type]))
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from xdsl.rewriter import InsertPoint
 from dnnc.ir import tcp
 from dnnc.ir.analysis import inverse_permutation, is_compile_time
 from dnnc.ir.attrs import i64_array, ints
-from dnnc.ir.rewriting import PatternPass
-from dnnc.ir.types import as_tensor_type, tensor_type
+from dnnc.ir.rewriting import PatternPass, retyped
+from dnnc.ir.types import as_tensor_type
 
 TO_NCHW = (0, 3, 1, 2)
 
@@ -65,11 +65,8 @@ class SinkThroughElementwise(RewritePattern):
                 back = tcp.TransposeOp.make([v], {"permutation": i64_array(inverse)})
                 rewriter.insert(back, InsertPoint.before(op))
                 operands.append(back.result)
-        result = as_tensor_type(op.results[0])
-        before = tensor_type([result.get_shape()[i] for i in inverse], result.element_type)
-        inner = op.__class__(
-            operands=operands, result_types=[before], properties=dict(op.properties), attributes=dict(op.attributes)
-        )
+        shape = as_tensor_type(op.results[0]).get_shape()
+        inner = retyped(op, operands, [shape[i] for i in inverse])
         rewriter.insert(inner, InsertPoint.before(op))
         rewriter.replace(op, tcp.TransposeOp.make([inner.results[0]], {"permutation": i64_array(perm)}))
 
