@@ -92,9 +92,15 @@ def breakdown(name: str, calls: int) -> dict[str, Any]:
         "eager in one CUDA graph": eager_replay,
     }
     if direct is not None:
-        pieces["graph replay"] = direct.graph.replay
-        pieces["output clones"] = lambda: [t.clone() for t in direct.outputs]
-        pieces["output structure"] = lambda: compiled._structured(direct.outputs)
+        graph = (direct.handing or [direct.shared])[0]
+        pieces["graph replay"] = graph.graph.replay
+        if graph.handed is not None:
+            handed = graph.handed
+            pieces["outputs handed out"] = lambda: handed.free() and handed.give()
+        else:
+            pieces["output clones"] = lambda: [t.clone() for t in graph.outputs]
+        placeholders = [None] * len(compiled._executor._returned)  # holds no buffer of a graph
+        pieces["output structure"] = lambda: compiled._structured(placeholders)
     row: dict[str, Any] = {"workload": name, "relative_error": error, "inputs": len(xs)}
     row["host_us"] = {k: round(host_us(fn, QUEUED if k in _ENQUEUE else calls), 2) for k, fn in pieces.items()}
     row["per_call_ms"] = {

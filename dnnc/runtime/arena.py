@@ -100,13 +100,19 @@ class ArenaRunner:
         """Steps ``start`` to ``stop`` of a run begun with ``executor.begin``, their outputs in the arena."""
         self.executor.run_steps(env, start, stop, allocate=lambda index, step: self._outputs[index])
 
-    def returned_apart(self) -> dict[int, list[torch.Tensor]]:
+    def returned_views(self) -> list[torch.Tensor]:
+        """The arena's views of every buffer a returned value may live in."""
+        return [self._outputs[step][result] for step, result in self._returned]
+
+    def returned_apart(self, replacements: list[torch.Tensor] | None = None) -> dict[int, list[torch.Tensor]]:
         """The arena's views, but every buffer a returned value may live in is a tensor of
-        its own: outputs no other run in the arena overwrites (a ``Binding``'s)."""
+        its own (``replacements``, in ``returned_views``' order, or fresh ones): outputs no
+        other run in the arena overwrites (a ``Binding``'s, a ``HandedOut``'s)."""
+        if replacements is None:
+            replacements = [torch.empty(v.shape, dtype=v.dtype, device=v.device) for v in self.returned_views()]
         buffers = {step: list(views) for step, views in self._outputs.items()}
-        for step, result in self._returned:
-            view = buffers[step][result]
-            buffers[step][result] = torch.empty(view.shape, dtype=view.dtype, device=view.device)
+        for (step, result), own in zip(self._returned, replacements, strict=True):
+            buffers[step][result] = own
         return buffers
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

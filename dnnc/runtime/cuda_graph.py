@@ -3,10 +3,12 @@
 On the first call with a signature, inputs are copied into static buffers, the
 program runs twice uncaptured on a side stream (Triton modules load, cuDNN and
 cuBLAS initialise lazily: none of that may happen during a capture), then once
-under capture. Every later call copies its inputs into the static buffers,
-replays, and returns copies of the outputs (the graph's own buffers are rewritten
-by the next replay), made outside inference mode: ordinary tensors the caller may
-change in place, as eager's outputs.
+under capture. Every later call copies its inputs into the static buffers and
+replays. The graph writes the returned values into buffers of its own, which the call
+hands out as they are (``handed_out``): ordinary tensors the caller may keep and change
+in place, as eager's outputs. A replay never rewrites buffers the caller still refers
+to: a second graph with buffers of its own serves the call that finds the first one's
+held, and where both are held a third one's outputs, in the arena, are copied out.
 
 A caller that passes the same input tensors again (a serving loop filling fixed
 buffers, a benchmark) gets, from the second such call on, a graph captured on
@@ -20,7 +22,9 @@ model's logits) runs that kernel, and the reshapes after it, outside the graph, 
 after each replay, into memory allocated for the caller: the output is the caller's
 without a copy. The copy of GPT-2's 103 MB of logits (batch 8 x 128 tokens) took
 about 0.05 ms of its 0.9 ms call on an H200; a launch from Python costs host time
-instead, which the replay's GPU work hides.
+instead, which the replay's GPU work hides. Such a program has one graph per set of
+inputs, its other outputs copied out: a large output kept by the caller would otherwise
+hold a second and third copy of it in graphs' buffers.
 
 A program that cannot be captured (a stopgap op that synchronizes, say) runs
 uncaptured from then on, with a warning. A call made while the caller is capturing
@@ -33,21 +37,25 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from dnnc.runtime.arena import ArenaRunner
 from dnnc.runtime.binding import Launch, by_running
+from dnnc.runtime.handed_out import HandedOut
 from dnnc.runtime.outputs import owned_copy
 
 log = logging.getLogger("dnnc.gpu")
 
 WARMUP_RUNS = 2
 DIRECT_GRAPHS = 2
-"""Graphs on callers' own input memory kept per program (each holds little: the
-arena is shared, only stopgap ops allocate in a graph's pool)."""
+"""Callers' own input tensors whose graphs are kept per program (each holds little:
+the arena is shared, only stopgap ops allocate in a graph's pool)."""
+HANDED_OUT_GRAPHS = 2
+"""Graphs per set of input tensors that hand their outputs out: one for the result a
+loop still holds while it calls again (``y = model(x)``), one for that call."""
 
 
 TAIL_MIN_BYTES = 16 << 20
@@ -59,12 +67,31 @@ of GPU time on an H100, more than launching the kernel costs the host."""
 @dataclass
 class _Captured:
     graph: Any  # torch.cuda.CUDAGraph
-    inputs: list[torch.Tensor]
     outputs: list[torch.Tensor]
-    """The returned values the graph computes (all of them where nothing runs after it)."""
+    """The returned values the graph computes (all of them where nothing runs after it);
+    none where they are handed out."""
     after: dict[Any, Any] | None = None
     """Where steps run after the replay (``tail_start``): the values they start from, as
     the capture left them (the graph rewrites the same memory at every replay)."""
+    handed: HandedOut | None = None
+    """The buffers of its own its returned values live in, handed to the caller as they are."""
+
+
+@dataclass
+class _Replays:
+    """The graphs captured on one set of input tensors: static copies the call fills, or
+    the caller's own tensors."""
+
+    inputs: list[torch.Tensor]
+    handing: list[_Captured] = field(default_factory=list)
+    """Graphs that hand their outputs out (``handed_out``), at most ``HANDED_OUT_GRAPHS``."""
+    shared: _Captured | None = None
+    """The graph whose outputs live in the arena, copied out at every call: for a program
+    with a tail, and for a call that finds every handing graph's outputs still held."""
+
+    @property
+    def count(self) -> int:
+        return len(self.handing) + (self.shared is not None)
 
 
 def tail_start(executor: Any) -> int:
@@ -92,8 +119,8 @@ def _placement(inputs: Sequence[torch.Tensor]) -> tuple:
 class CudaGraphRunner:
     def __init__(self, arena: ArenaRunner):
         self.arena = arena
-        self._graphs: dict[tuple, _Captured] = {}
-        self._direct: dict[tuple, _Captured] = {}  # by placement, least recently used first
+        self._graphs: dict[tuple, _Replays] = {}
+        self._direct: dict[tuple, _Replays] = {}  # by placement, least recently used first
         self._last_placement: tuple | None = None
         self.tail = tail_start(arena.executor)
         """The first step run after each replay rather than captured (``tail_start``)."""
@@ -106,13 +133,18 @@ class CudaGraphRunner:
 
     @property
     def captured(self) -> int:
-        """Graphs captured on static input buffers (one per input signature)."""
+        """Input signatures with graphs captured on static input buffers."""
         return len(self._graphs)
 
     @property
     def captured_direct(self) -> int:
-        """Graphs captured on callers' own input tensors."""
+        """Callers' own input tensors with graphs captured on them."""
         return len(self._direct)
+
+    @property
+    def graphs(self) -> int:
+        """Graphs held, of every kind."""
+        return sum(r.count for r in (*self._graphs.values(), *self._direct.values()))
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         if self.disabled is not None or torch.cuda.is_current_stream_capturing():
@@ -120,28 +152,49 @@ class CudaGraphRunner:
         placement = _placement(inputs)
         direct = self._direct.pop(placement, None)
         if direct is None and placement == self._last_placement:
-            direct = self._capture(inputs, on_static_copies=False)
+            direct = _Replays(list(inputs))
         if direct is not None:
             self._direct[placement] = direct  # (re)inserted last: the most recently used
             while len(self._direct) > DIRECT_GRAPHS:
                 del self._direct[next(iter(self._direct))]
-            direct.graph.replay()
-            return self._outputs(direct)
-        if self.disabled is not None:  # the capture just tried failed
-            return self.arena.run(inputs)
+            return self._replay(direct, inputs)
         self._last_placement = placement
         key = _signature(inputs)
-        captured = self._graphs.get(key)
-        if captured is None:
-            captured = self._capture(inputs)
-            if captured is None:
-                return self.arena.run(inputs)
-            self._graphs[key] = captured
+        replays = self._graphs.get(key)
+        if replays is None:
+            with torch.inference_mode():
+                static = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in inputs]
+            replays = self._graphs[key] = _Replays(static)
         with torch.inference_mode():  # the static buffers are inference tensors
-            for static, x in zip(captured.inputs, inputs):
+            for static, x in zip(replays.inputs, inputs):
                 static.copy_(x)
-            captured.graph.replay()
+        return self._replay(replays, inputs)
+
+    def _replay(self, replays: _Replays, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        captured = self._pick(replays)
+        if captured is None:  # the capture failed: uncaptured from now on
+            return self.arena.run(inputs)
+        captured.graph.replay()
+        if captured.handed is not None:
+            return captured.handed.give()
         return self._outputs(captured)
+
+    def _pick(self, replays: _Replays) -> _Captured | None:
+        """A handing graph whose outputs nobody holds (captured if there is room for one
+        more), else the shared graph."""
+        if self.tail == len(self.arena.executor.steps):
+            for captured in replays.handing:
+                if captured.handed is not None and captured.handed.free():
+                    return captured
+            if len(replays.handing) < HANDED_OUT_GRAPHS:
+                handed = HandedOut(self.arena.returned_views())
+                captured = self._capture(replays, self.arena.returned_apart(handed.buffers), handed)
+                if captured is not None:
+                    replays.handing.append(captured)
+                return captured
+        if replays.shared is None:
+            replays.shared = self._capture(replays)
+        return replays.shared
 
     def _outputs(self, captured: _Captured) -> list[torch.Tensor]:
         """The outputs of a replay, the caller's: the steps after the graph run into fresh
@@ -163,37 +216,34 @@ class CudaGraphRunner:
         """Outputs of their own and the launch of a graph captured on ``inputs``
         themselves (``binding``); run uncaptured where the program cannot be captured."""
         if self.disabled is None and not torch.cuda.is_current_stream_capturing():
-            captured = self._capture(inputs, on_static_copies=False, buffers=self.arena.returned_apart())
+            captured = self._capture(_Replays(list(inputs)), self.arena.returned_apart())
             if captured is not None:
                 return captured.outputs, captured.graph.replay
         return by_running(self.arena.run, inputs)
 
     def _capture(
-        self, inputs: Sequence[torch.Tensor], on_static_copies: bool = True, buffers: dict[int, list[torch.Tensor]] | None = None
+        self, replays: _Replays, buffers: dict[int, list[torch.Tensor]] | None = None, handed: HandedOut | None = None
     ) -> _Captured | None:
-        """A graph of the program reading static copies of ``inputs`` (filled before
-        each replay), or reading ``inputs`` themselves; ``buffers``: the kernel steps'
-        outputs, in place of the arena's (``ArenaRunner.run_in_place``)."""
-        if on_static_copies:
-            with torch.inference_mode():
-                static = [torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x) for x in inputs]
-        else:
-            static = list(inputs)
+        """A graph of the program reading ``replays.inputs``; ``buffers``: the kernel steps'
+        outputs, in place of the arena's (``ArenaRunner.run_in_place``); ``handed``: the
+        buffers among them that its returned values are handed out in."""
+        inputs = replays.inputs
         current = torch.cuda.current_stream()
         side = torch.cuda.Stream(device=current.device)
         side.wait_stream(current)
         try:
-            with torch.cuda.stream(side):
-                for _ in range(WARMUP_RUNS):
-                    self.arena.run_in_place(static, buffers)
-            current.wait_stream(side)
+            if replays.count == 0:  # the first graph on these inputs
+                with torch.cuda.stream(side):
+                    for _ in range(WARMUP_RUNS):
+                        self.arena.run_in_place(inputs, buffers)
+                current.wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             steps = len(self.arena.executor.steps)
             with torch.cuda.graph(graph):
                 if buffers is not None or self.tail == steps:
-                    outputs, after = self.arena.run_in_place(static, buffers), None
+                    outputs, after = self.arena.run_in_place(inputs, buffers), None
                 else:  # the last kernel runs after each replay, into the caller's memory
-                    after = self.arena.executor.begin(static)
+                    after = self.arena.executor.begin(inputs)
                     self.arena.run_part(after, 0, self.tail)
                     outputs = []
         except Exception as e:  # capture is an optimisation: run uncaptured instead
@@ -201,4 +251,7 @@ class CudaGraphRunner:
             self.disabled = f"{type(e).__name__}: {e}"
             log.warning("dnnc: the program could not be captured in a CUDA graph (%s); running it uncaptured", self.disabled)
             return None
-        return _Captured(graph, static, list(outputs), after)
+        if handed is not None:
+            handed.describe(outputs)
+            outputs = []
+        return _Captured(graph, list(outputs), after, handed)
