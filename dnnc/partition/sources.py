@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import Block, Operation
 
-from dnnc.backends.cudnn import accepted_pattern, group_label, grow_epilogue
+from dnnc.backends.cudnn import accepted_pattern, group_label, grow_epilogue, takes_epilogue
 from dnnc.backends.triton import fusion_groups, kind_of
 from dnnc.ir import tcp
 from dnnc.ir.analysis import is_output_view
@@ -20,14 +20,14 @@ from dnnc.partition.candidates import Candidate, Role
 
 
 def cudnn_candidates(nodes: Sequence[Operation], index: dict[Operation, int], libraries: Sequence[Candidate]) -> list[Candidate]:
-    """At every root a cuDNN pattern accepts, the root alone and with each longer
-    prefix of its epilogue."""
+    """At every root a cuDNN pattern accepts, the root alone and, where it takes one
+    (``takes_epilogue``), with each longer prefix of its epilogue."""
     out = []
     for root in nodes:
         pattern = accepted_pattern(root, "partition")
         if pattern is None:
             continue
-        steps = grow_epilogue(root.results[0]) if pattern.epilogue else []
+        steps = grow_epilogue(root.results[0]) if pattern.epilogue and takes_epilogue(root) else []
         members: list[Operation] = [root]
         for k in range(len(steps) + 1):
             if k:

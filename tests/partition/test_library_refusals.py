@@ -1,5 +1,5 @@
 """A library's definite refusal of a candidate group (cuDNN with no engine for a
-depthwise convolution's fused graph) is learned once, by the GPU build that times
+depthwise convolution's graph) is learned once, by the GPU build that times
 the candidate, and a later compile drops the group while pricing, before it is built
 again; none of it is said as a warning. On the CPU: the GPU build is stood in for by
 an executor that refuses every cuDNN group holding a grouped convolution, the way
@@ -22,18 +22,18 @@ from dnnc.partition.candidates import Candidate
 from dnnc.pipeline import to_canonical_tcp
 from dnnc.runtime.gpu_executor import Fallback
 
-NO_ENGINE = "cudnnGraphNotSupportedError: No valid engine configs for ConvFwd_Mul_Add"
+NO_ENGINE = "cudnnGraphNotSupportedError: No valid engine configs for ConvFwd"
 
 
 class DepthwiseBlock(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.expand = nn.Conv2d(8, 16, 1)
-        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
         self.project = nn.Conv2d(16, 8, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.project(torch.relu(self.depthwise(torch.relu(self.expand(x))))) + x
+        return self.project(self.depthwise(torch.relu(self.expand(x)))) + x
 
 
 class RefusingExecutor:
@@ -43,7 +43,7 @@ class RefusingExecutor:
 
     def __init__(self, program: Any, device: Any, precompile: bool = True, give_back: bool = True) -> None:
         RefusingExecutor.built.append(str(program.module))
-        self.fallbacks = [Fallback("conv_bias_relu", "cudnn", NO_ENGINE, runs_as="triton", settled=True)]
+        self.fallbacks = [Fallback("conv", "cudnn", NO_ENGINE, runs_as="triton", settled=True)]
 
 
 def _grouped(c: Candidate) -> bool:

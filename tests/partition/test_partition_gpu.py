@@ -63,18 +63,18 @@ def test_single_backend_policies(policy: str) -> None:
 def test_a_compile_that_prices_engine_less_cudnn_graphs_says_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """MobileNetV2's depthwise convolutions with their epilogues are offered to cuDNN,
-    which has no engine for some of them: the candidates are dropped while pricing
-    (the cold compile learns it by building them; the warm one knows), with no warning,
-    and the compiled program has no fallback to report."""
+    """MobileNetV2 compiles cold and warm without a warning, a log line or a fallback to
+    report: a cuDNN candidate without an engine (before depthwise convolutions were
+    offered to cuDNN without their epilogues, the fused ones) is dropped while pricing,
+    the cold compile learning it by building it, the warm one knowing
+    (``test_library_refusals`` checks the learning with a stand-in library)."""
     caplog.set_level(logging.WARNING)
     for temperature in ("cold", "warm"):
         with knobs.override(cache_dir=tmp_path, tuning_spec_defaults=False), warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             compiled, _, _ = _run("mobilenet_v2", "cudnn,triton", torch.float16)
         record = compiled.program.metadata["decisions"]
-        refused = [d for d in record["totals"]["dropped"] if "no kernel for it here" in d]
-        assert record["policy"] == "auto" and refused, (temperature, record["totals"]["dropped"])
+        assert record["policy"] == "auto", temperature
         assert not compiled.summary()["fallbacks"]  # type: ignore[union-attr]
         assert not [w for w in warned if "dnnc" in str(w.filename) or "dnnc" in str(w.message)], temperature
         assert not [r.getMessage() for r in caplog.records if r.name.startswith("dnnc")], temperature

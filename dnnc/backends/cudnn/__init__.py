@@ -13,6 +13,7 @@ from dnnc.log import say_once
 
 PUBLIC = {
     "grow_epilogue": "grouping",
+    "takes_epilogue": "grouping",
     "accepted_pattern": "patterns",
     "group_label": "patterns",
     "build_kernel": "runtime",

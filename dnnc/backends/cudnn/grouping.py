@@ -36,11 +36,7 @@ class CudnnGroup(ModulePass):
     """Fuse elementwise consumers into the graph (off: one graph per root op)."""
 
     depthwise_epilogues: bool = False
-    """Fuse them into a depthwise convolution's graph too. Off: cuDNN 9.19 has one
-    slow plan for a depthwise convolution fused with its bias (1.11 ms for a 7x7 over
-    32x56x56x96 on an H100, about 1% of memory bandwidth; 0.44 ms at 112x112x32 with
-    ReLU6) while the bare convolution has fast engines (0.013-0.046 ms there), so the
-    bias and activation go to the Triton kernel that follows."""
+    """Fuse them into a depthwise convolution's graph too (``takes_epilogue``)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in op.walk():
@@ -53,7 +49,7 @@ class CudnnGroup(ModulePass):
         pattern = accepted_pattern(root, self.name)
         if pattern is None:
             return
-        fuse = self.epilogues and pattern.epilogue and (self.depthwise_epilogues or not is_depthwise(root))
+        fuse = self.epilogues and pattern.epilogue and (self.depthwise_epilogues or takes_epilogue(root))
         steps = grow_epilogue(root.results[0]) if fuse else []
         members: list[Operation] = [root]
         for s in steps:
@@ -67,6 +63,19 @@ class CudnnGroup(ModulePass):
 def is_depthwise(op: Operation) -> bool:
     """A convolution with one group per input channel."""
     return isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == shape_of(op.input)[1] > 1
+
+
+def takes_epilogue(root: Operation) -> bool:
+    """Whether a graph rooted at ``root`` should take the elementwise ops after it.
+
+    Not a depthwise convolution: cuDNN 9.19's plans for one fused with its bias are
+    slow, the bare convolution's are fast. At 32x56x56x96, 7x7 (H100): 1.11 ms fused,
+    about 1% of memory bandwidth; 0.44 ms at 112x112x32 with ReLU6, against
+    0.013-0.046 ms bare. At batch 1 (H200), convnext_tiny's fused 7x7 graphs offer only
+    a grouped direct kernel, 52 us at 1x56x56x96 and 26 us at 1x14x14x384, where
+    PyTorch's bare convolution runs cuDNN's NHWC depthwise kernel in 12 us on average.
+    The bias and activation go to the Triton kernel that follows."""
+    return not is_depthwise(root)
 
 
 def grow_epilogue(current: SSAValue) -> list[Step]:
