@@ -8,7 +8,9 @@ times every step of the built program in place (``dnnc.runtime.profile``) next t
 what the partitioner measured or estimated for the chosen groups, so a group that
 is faster alone than in its program shows up. ``--peer-kernels`` also lists the GPU
 kernels of torch.compile's program (``mode="reduce-overhead"``, as the suite runs it)
-by time per call, from ``torch.profiler``, so the two programs can be set side by side.
+by time per call, from ``torch.profiler``, so the two programs can be set side by side;
+``--own-kernels`` lists dnnc's the same way (its call as a user makes it: the CUDA-graph
+replay). Each cuDNN step also names its plan and the time that plan was tuned at.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from bench.suite.workloads import WORKLOADS
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.ir.types import describe
-from dnnc.runtime.profile import random_inputs, step_times_ms
+from dnnc.runtime.profile import random_inputs, step_buffers, step_times_ms
 
 TIMED = {
     "triton.compile": ("triton", "compile"),
@@ -101,7 +103,7 @@ def _resolve(dotted: str) -> Any:
     raise ImportError(dotted)
 
 
-def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> dict[str, Any]:
+def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool, own_kernels: bool = False) -> dict[str, Any]:
     model, inputs = WORKLOADS[workload].build()
     model = model.eval().cuda().half()
     xs = fp16_inputs(inputs)
@@ -130,6 +132,7 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
             f.write(f"== {workload} {policy}: cold {cold:.1f} s, warm {warm:.1f} s\n{text.getvalue()}\n")
     executor = compiled._executor  # type: ignore[union-attr]
     times = step_times_ms(executor, random_inputs(executor))
+    replayed = _replayed_ms(executor)
     steps = [
         {
             "backend": s.backend,
@@ -137,8 +140,10 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
             "ops": _op_names(s.op),
             "result": describe(s.op.results[0].type) if s.op.results else "",
             "ms": ms,
+            "replayed_ms": replayed.get(i),
+            **_plan(s.kernel),
         }
-        for s, ms in zip(executor.steps, times)
+        for i, (s, ms) in enumerate(zip(executor.steps, times))
     ]
     record = compiled.program.metadata.get("decisions") or {}
     groups = [
@@ -149,8 +154,15 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool) -> 
     print(json.dumps(timers.table()), flush=True)
     for step in sorted(steps, key=lambda st: -st["ms"])[:top]:
         ops = ",".join(step["ops"])[:60]
-        print(f"    {step['ms']:8.4f} ms  {step['backend']:8s} {step['kind']:24s} {step['result']:24s} {ops}", flush=True)
+        plan = f"  plan {step['plan']} (tuned {step['plan_ms']})" if step.get("plan") else ""
+        again = f"{step['replayed_ms']:8.4f}" if step.get("replayed_ms") is not None else "       -"
+        print(
+            f"    {step['ms']:8.4f} ms {again} ms  {step['backend']:8s} {step['kind']:24s} {step['result']:24s} {ops}{plan}",
+            flush=True,
+        )
+    own = kernels_per_call(f"{workload} dnnc {policy}", lambda: compiled(*xs), top) if own_kernels else None
     return {
+        "own_kernels": own,
         "calls": timers.table(),
         "workload": workload,
         "policy": policy,
@@ -170,16 +182,41 @@ def _op_names(op: Any) -> list[str]:
     return [n for n in names if n not in ("yield", "return")] or [op.name.split(".")[-1]]
 
 
-def peer_kernels(workload: str, top: int, calls: int = 20) -> dict[str, Any]:
-    """torch.compile's GPU kernels for the workload, per call, longest first."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
+def _replayed_ms(executor: Any) -> dict[int, float]:
+    """Each kernel step alone, replayed in a CUDA graph on the buffers it sees in the
+    program: set beside its time in place, it tells a kernel slow on its program's
+    buffers from one slowed by its neighbours or by the host."""
+    from dnnc.timing import device_time_ms
 
+    out = {}
+    for i, (step, ins, outs) in enumerate(step_buffers(executor, random_inputs(executor))):
+        if step.kernel is not None:
+            out[i] = device_time_ms(lambda step=step, ins=ins, outs=outs: step.kernel.launch(ins, outs))
+    return out
+
+
+def _plan(kernel: Any) -> dict[str, Any]:
+    """A cuDNN step's plan: its name and the ms it was tuned at (alone)."""
+    plan = getattr(kernel, "plan", None)
+    if plan is None or not hasattr(plan, "engine"):
+        return {}
+    return {"plan": plan.name or f"engine {plan.engine}", "plan_ms": plan.ms}
+
+
+def peer_kernels(workload: str, top: int) -> dict[str, Any]:
+    """torch.compile's GPU kernels for the workload, per call, longest first."""
     from bench.suite.torch_variants import _compiled
 
     model, inputs = WORKLOADS[workload].build()
     net = model.eval().cuda().half()
-    run = _compiled(net, fp16_inputs(inputs))
+    return {"workload": workload, **kernels_per_call(f"{workload} torch.compile", _compiled(net, fp16_inputs(inputs)), top)}
+
+
+def kernels_per_call(label: str, run: Any, top: int, calls: int = 20) -> dict[str, Any]:
+    """The GPU kernels ``run`` launches (CUDA-graph nodes included), per call, longest first."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
     for _ in range(5):
         run()
     torch.cuda.synchronize()
@@ -194,10 +231,10 @@ def peer_kernels(workload: str, top: int, calls: int = 20) -> dict[str, Any]:
     ]
     kernels.sort(key=lambda k: -k["ms"])
     total = sum(k["ms"] for k in kernels)
-    print(f"{workload} torch.compile: kernels {total:.4f} ms a call", flush=True)
+    print(f"{label}: kernels {total:.4f} ms a call", flush=True)
     for k in kernels[:top]:
         print(f"    {k['ms']:8.4f} ms  x{k['launches']:<5g} {k['name'][:110]}", flush=True)
-    return {"workload": workload, "kernels_ms": total, "kernels": kernels}
+    return {"label": label, "kernels_ms": total, "kernels": kernels}
 
 
 def main() -> None:
@@ -208,11 +245,14 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=45)
     parser.add_argument("--cprofile", action="store_true", help="Also profile every call (several times slower).")
     parser.add_argument("--peer-kernels", action="store_true", help="Also list torch.compile's kernels per call.")
+    parser.add_argument("--own-kernels", action="store_true", help="Also list dnnc's kernels per call.")
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = [
-        profile(w, p, out_dir, args.top, args.cprofile) for w in args.workloads.split(",") for p in args.policies.split(",")
+        profile(w, p, out_dir, args.top, args.cprofile, args.own_kernels)
+        for w in args.workloads.split(",")
+        for p in args.policies.split(",")
     ]
     peers = [peer_kernels(w, args.top) for w in args.workloads.split(",")] if args.peer_kernels else []
     record = {"environment": environment(), "results": results, "peer_kernels": peers}

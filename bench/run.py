@@ -4,8 +4,8 @@
                         [--policies auto,cudnn-only,triton-only] [--out DIR] [--no-update]
 
 For every workload (``bench/suite/workloads.py``): the float32 reference, then
-PyTorch eager, eager in one CUDA graph, torch.compile (Inductor, freezing), dnnc
-under each partition policy, JAX/XLA (the same network in ``jax.lax``, in its
+PyTorch eager, eager in one CUDA graph, torch.compile (``mode="reduce-overhead"``:
+Inductor and CUDA graphs, freezing), dnnc under each partition policy, JAX/XLA (the same network in ``jax.lax``, in its
 own process) and that JAX network compiled by dnnc from its StableHLO (``jax-dnnc``). Every variant's output is checked against the reference before it
 is timed; a variant that fails or is wrong is reported as such. Per variant:
 median ms, images or tokens per second, compile time, peak GPU memory and the

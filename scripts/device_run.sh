@@ -41,7 +41,7 @@
 #   call-overhead  a compiled program's call, piece by piece on the host ($OVERHEAD_WORKLOADS,
 #              default conv-block-b1; bench/call_overhead.py)
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
-#              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels;
+#              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels --own-kernels;
 #              bench/compile_profile.py)
 #   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
 #              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
@@ -58,6 +58,10 @@
 #              wheels of .whl-serve/ (Ray Serve's, carried in a call of their own: together with
 #              .whl/ they pass the carry limit; scripts/trim_ray_wheel.py cuts Ray's wheel down;
 #              $SERVE_VARIANTS: dnnc,torch.compile; $SERVE_NAME goes into the file name)
+#   suite      bench/run.py: the workloads of $SUITE_WORKLOADS (default all) against the peers users pick
+#              for latency ($SUITE_VARIANTS, default eager in one CUDA graph, torch.compile reduce-overhead,
+#              JAX/XLA) and dnnc ($SUITE_POLICIES, default auto, with its bound replay); all 30 take
+#              longer than one call: split them and merge the JSON (bench/run.py --merge)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -189,6 +193,9 @@ for step in $steps; do
       # shellcheck disable=SC2086
       python3 bench/serve_bench.py serve --gpus "${SERVE_GPUS:-1}" ${SERVE_VARIANTS:+--variants "$SERVE_VARIANTS"} \
         ${SERVE_NAME:+--name "$SERVE_NAME"} --out "$OUT" 2>&1 | tee "$OUT/serve${SERVE_NAME:+-$SERVE_NAME}.log" || status=1 ;;
+    suite)
+      python3 bench/run.py --workloads "${SUITE_WORKLOADS:-}" --variants "${SUITE_VARIANTS:-graph,compile,dnnc,jax}" \
+        --policies "${SUITE_POLICIES:-auto}" --no-update --out "$OUT" 2>&1 | tee "$OUT/suite.log" || status=1 ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
