@@ -67,6 +67,12 @@ def is_output_view(op: Operation) -> bool:
     return numel(op.result) >= OUTPUT_VIEW_SHARE * numel(op.input)
 
 
+TO_NHWC = (0, 2, 3, 1)
+"""The permutation that takes NCHW data channels-last."""
+TO_NCHW = (0, 3, 1, 2)
+"""The permutation that takes channels-last data back to NCHW."""
+
+
 def inverse_permutation(perm: Sequence[int]) -> list[int]:
     """``q`` with ``q[perm[i]] = i``: the transpose that undoes ``perm``."""
     out = [0] * len(perm)

@@ -28,12 +28,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import inverse_permutation, is_compile_time
+from dnnc.ir.analysis import TO_NCHW, inverse_permutation, is_compile_time
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type
-
-TO_NCHW = (0, 3, 1, 2)
 
 
 class SinkThroughElementwise(RewritePattern):

@@ -28,12 +28,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.interface import GROUP_BACKEND_ATTR, GROUP_KIND_ATTR, group_attr
 from dnnc.ir import tcp
+from dnnc.ir.analysis import TO_NCHW, TO_NHWC
 from dnnc.ir.attrs import float_attr, i64_array, scalar
 from dnnc.ir.outline import capture_transposed, replace_capture
 from dnnc.ir.types import element_of, shape_of
-
-TO_NHWC = (0, 2, 3, 1)
-TO_NCHW = (0, 3, 1, 2)
 
 
 def transpose(value: SSAValue, perm: tuple[int, ...]) -> tcp.TransposeOp:
