@@ -13,9 +13,10 @@ to any more: a loop that keeps one result at a time (``y = model(x)``: the previ
 Whether anyone refers to a buffer is its storage's use count. Every tensor viewing the
 storage holds one, so a result the caller keeps, or any view of it, keeps its buffer
 from being written again. The count read when the buffer was made, before anything else
-viewed it, is what "nobody else" means. A caller that keeps only a raw pointer, or reads
-a result on another stream after dropping it, is not protected, as with memory PyTorch's
-caching allocator hands out again.
+viewed it, is what "nobody else" means. A caller that keeps only a raw pointer or the
+storage object (``untyped_storage()``, which does not count), or reads a result on another
+stream after dropping it, is not protected, as with memory PyTorch's caching allocator
+hands out again.
 """
 
 from __future__ import annotations
