@@ -141,11 +141,6 @@ class CudaGraphRunner:
         """Callers' own input tensors with graphs captured on them."""
         return len(self._direct)
 
-    @property
-    def graphs(self) -> int:
-        """Graphs held, of every kind."""
-        return sum(r.count for r in (*self._graphs.values(), *self._direct.values()))
-
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         if self.disabled is not None or torch.cuda.is_current_stream_capturing():
             return self.arena.run(inputs)
@@ -228,11 +223,13 @@ class CudaGraphRunner:
         outputs, in place of the arena's (``ArenaRunner.run_in_place``); ``handed``: the
         buffers among them that its returned values are handed out in."""
         inputs = replays.inputs
-        current = torch.cuda.current_stream()
-        side = torch.cuda.Stream(device=current.device)
-        side.wait_stream(current)
+        warm_up = replays.count == 0  # the first graph on these inputs
+        if warm_up:
+            current = torch.cuda.current_stream()
+            side = torch.cuda.Stream(device=current.device)
+            side.wait_stream(current)
         try:
-            if replays.count == 0:  # the first graph on these inputs
+            if warm_up:
                 with torch.cuda.stream(side):
                     for _ in range(WARMUP_RUNS):
                         self.arena.run_in_place(inputs, buffers)
