@@ -11,7 +11,9 @@ absorbs the groups of its operands' producers when the union is still one kernel
   registers, at the positions it was computed at); after a pooling anchor also layout
   ops (``LAYOUT_OPS``: transpose, reshape, slice, pad), since a pooled element is
   computed at whatever position is stored: ``transpose -> max_pool2d -> transpose``
-  around a channels-last tensor is one NHWC -> NHWC kernel;
+  around a channels-last tensor is one NHWC -> NHWC kernel; after a convolution
+  computed as an implicit GEMM also transposes, stored at permuted positions (a
+  1x1 convolution feeding a cuDNN depthwise one stores NHWC);
 * outputs a kernel can store: a pointwise group's outputs have one element count; an
   anchored group's outputs are the anchor's result shape, or (row kernels only) the
   anchor input's shape (a residual sum stored on the way into a layer_norm); a pooling
@@ -51,6 +53,7 @@ from dnnc.backends.triton.ops import (
     is_anchor,
     kind_of,
 )
+from dnnc.backends.triton.skeleton import is_channelwise
 from dnnc.ir import tcp
 from dnnc.ir.analysis import is_output_view
 from dnnc.ir.types import numel, shape_of
@@ -169,7 +172,7 @@ class _Fuser:
         after = self._after(anchor, ops)
         if isinstance(anchor, SELECT_ANCHORS):
             return not after and all(r.owner is anchor for r in outputs)
-        follow = (*ELEMENTWISE, *LAYOUT_OPS) if isinstance(anchor, POOL_ANCHORS) else ELEMENTWISE
+        follow = _may_follow(anchor)
         if any(not isinstance(op, follow) for op in after):
             return False
         if any(isinstance(op, LAYOUT_OPS) for op in after):
@@ -209,6 +212,19 @@ class _Fuser:
                     return True
                 stack.append(user)
         return False
+
+
+def _may_follow(anchor: Operation) -> tuple[type, ...]:
+    """The ops a group may hold after its anchor: elementwise ops, and also layout ops
+    after a pooling (a pooled element is computed at whatever position is stored) and
+    transposes after a convolution computed as an implicit GEMM (its tile is stored at
+    positions permuted as the transposes permute them, ``skeleton.store_outputs``: the
+    channels-last copy a cuDNN convolution reads next costs no kernel of its own)."""
+    if isinstance(anchor, POOL_ANCHORS):
+        return (*ELEMENTWISE, *LAYOUT_OPS)
+    if isinstance(anchor, tcp.Conv2dOp) and not is_channelwise(anchor):
+        return (*ELEMENTWISE, tcp.TransposeOp)
+    return ELEMENTWISE
 
 
 def _build_group(ops: list[Operation], block: Block) -> tuple[tcp.IsolatedGroupOp, list[SSAValue]]:

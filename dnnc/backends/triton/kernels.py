@@ -23,7 +23,8 @@ epilogues (elementwise ops after it) fuse by construction:
   ``groups``): a program owns a ``BLOCK_M x BLOCK_N`` output tile and loops over K;
   operand tiles are evaluated through the emitter (so transposes, casts and
   elementwise prologues fuse into the loads) and the epilogue (bias, activation,
-  residual) runs on the accumulator before the one store.
+  residual) runs on the accumulator before the one store; transposes at the end of
+  the epilogue permute the positions stored at (``skeleton.store_outputs``).
 * ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
   loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
   max and sum in float32, the accumulator rescaled as the max grows), so the scores
@@ -48,6 +49,7 @@ from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
     GroupInfo,
     KernelSource,
+    anchor_axes,
     assemble,
     index_type,
     is_channelwise,
@@ -56,6 +58,7 @@ from dnnc.backends.triton.skeleton import (
     pointer_names,
     pow2,
     store_output,
+    store_outputs,
 )
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
@@ -143,8 +146,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
-        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
-            raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
+        anchor_axes(info, y)
     em = KernelEmitter(pointers, interpret)
     elem = element_name(element_of(op.results[0]))
     em.line("pid_m = tl.program_id(0)")
@@ -192,10 +194,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     out_ix = Index(out_shape, dims=tuple(out_dims))
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.tile = "(BLOCK_M, BLOCK_N)"
-    offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_M, BLOCK_N))", "offs")
-    for y, out in zip(info.outputs, outs):
-        v = em.value(y, out_ix, "cmask")
-        store_output(em, out, y, v, offset, "cmask")
+    store_outputs(em, info, outs, out_ix, "cmask")
     bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
     return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(n / bn), batch), launch_options(config))
@@ -250,8 +249,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
-        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
-            raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
+        anchor_axes(info, y)
     nb, c, h, w = shape_of(op.input)
     o, _, kh, kw = shape_of(op.weight)
     _, _, ho, wo = shape_of(op.results[0])
@@ -287,10 +285,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
         em.line(f"acc += {x} * {wt}")
     out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", "wo_i"))
     em.anchors[op.results[0]] = (out_ix, "acc")
-    offset = em.let(f"tl.broadcast_to({em.flat(out_ix)}, (BLOCK_N, BLOCK_M))", "offs")
-    for y, out in zip(info.outputs, outs):
-        v = em.value(y, out_ix, "cmask")
-        store_output(em, out, y, v, offset, "cmask")
+    store_outputs(em, info, outs, out_ix, "cmask")
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn})
     return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(o / bn), 1), launch_options(config))
@@ -305,7 +300,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.result)
     for y in info.outputs:
-        if shape_of(y) != out_shape or not info.depends_on_anchor(y):
+        if anchor_axes(info, y) != tuple(range(len(out_shape))):
             raise CodegenError(f"{op.name}: group outputs must be its result or elementwise ops of it, got {describe(y.type)}")
     b, h, sq, d = shape_of(op.query)
     _, hk, sk, _ = shape_of(op.key)

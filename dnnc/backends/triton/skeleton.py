@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
-from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, KernelEmitter, storage_type, yielded
+from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Index, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
-from dnnc.ir.attrs import scalar
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.text import print_ir
 from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
@@ -131,6 +131,47 @@ def assemble(info: GroupInfo, em: KernelEmitter, signature: dict[str, str], cons
 
 def store_output(em: KernelEmitter, out: str, y: SSAValue, value: str, offset: str, mask: str) -> None:
     em.line(f"tl.store({out} + {offset}, {value}.to({storage_type(y)}), mask={mask})")
+
+
+def anchor_axes(info: GroupInfo, y: SSAValue) -> tuple[int, ...]:
+    """For each axis of the output ``y``, the axis of the anchor's result it moves with.
+    A product's outputs are its result through elementwise ops and transposes: a
+    convolution whose consumer wants it channels-last (a cuDNN convolution next) stores
+    NHWC from its epilogue instead of leaving a transpose kernel to read it back."""
+    anchor = info.anchor
+    assert anchor is not None
+    shape = shape_of(anchor.results[0])
+    axes = list(range(len(shape_of(y))))
+    v = y
+    while v is not anchor.results[0]:
+        op = v.owner
+        if isinstance(op, tcp.TransposeOp):
+            perm = ints(op.permutation)
+            axes = [perm[a] for a in axes]
+            v = op.input
+            continue
+        follows = [x for x in getattr(op, "operands", ()) if info.depends_on_anchor(x)]
+        if not isinstance(op, tcp.ELEMENTWISE_OPS) or not follows or len(shape_of(follows[0])) != len(axes):
+            break
+        v = follows[0]
+    if v is not anchor.results[0] or tuple(shape[a] for a in axes) != shape_of(y):
+        raise CodegenError(
+            f"{anchor.name}: group outputs must be its result through elementwise ops and transposes, got {describe(y.type)}"
+        )
+    return tuple(axes)
+
+
+def store_outputs(em: KernelEmitter, info: GroupInfo, outs: list[str], anchor_ix: Index, mask: str) -> None:
+    """Stores every output of a product group from the tile computed at ``anchor_ix``
+    (one expression per axis of the anchor's result), each at its own positions: those
+    of the anchor's axes, permuted as the output's transposes permute them."""
+    assert anchor_ix.dims is not None
+    offsets: dict[Index, str] = {}
+    for y, out in zip(info.outputs, outs):
+        ix = Index(shape_of(y), dims=tuple(anchor_ix.dims[a] for a in anchor_axes(info, y)))
+        if ix not in offsets:
+            offsets[ix] = em.let(f"tl.broadcast_to({em.flat(ix)}, {em.tile})", "offs")
+        store_output(em, out, y, em.value(y, ix, mask), offsets[ix], mask)
 
 
 def index_type(total: int) -> str:

@@ -252,6 +252,26 @@ CASES = [
 }""",
     ),
     Case(
+        # MobileNetV2's expansion convolution feeding a cuDNN depthwise one: read NHWC,
+        # bias and ReLU6, stored NHWC with a residual added after the transpose; and a
+        # strided 3x3 one stored with its height and width swapped
+        "conv_stores_permuted",
+        ("conv2d", "conv2d"),
+        """func.func @forward(%x: tensor<2x7x9x5xT>, %w: tensor<11x5x1x1xT>, %bias: tensor<1x11x1x1xT>, %res: tensor<2x7x9x11xT>, %y: tensor<3x5x11x9xT>, %w2: tensor<6x5x3x3xT>) -> (tensor<2x7x9x11xT>, tensor<3x6x5x6xT>) {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x9x5xT> -> tensor<2x5x7x9xT>
+  %c = tcp.conv2d %t, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x7x9xT>, tensor<11x5x1x1xT>) -> tensor<2x11x7x9xT>
+  %bb = tcp.broadcast %bias : tensor<1x11x1x1xT> to tensor<2x11x7x9xT>
+  %a = tcp.add %c, %bb : tensor<2x11x7x9xT>
+  %r = tcp.clamp %a {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x11x7x9xT>
+  %rt = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x11x7x9xT> -> tensor<2x7x9x11xT>
+  %s = tcp.add %rt, %res : tensor<2x7x9x11xT>
+  %d = tcp.conv2d %y, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<3x5x11x9xT>, tensor<6x5x3x3xT>) -> tensor<3x6x6x5xT>
+  %g = tcp.silu %d : tensor<3x6x6x5xT>
+  %dt = tcp.transpose %g {permutation = array<i64: 0, 1, 3, 2>} : tensor<3x6x6x5xT> -> tensor<3x6x5x6xT>
+  func.return %s, %dt : tensor<2x7x9x11xT>, tensor<3x6x5x6xT>
+}""",
+    ),
+    Case(
         # ConvNeXt's 7x7 depthwise convolution on an NHWC tensor (a transpose prologue) with
         # its bias and GELU, a strided 3x3 one with a channel multiplier of 2 after a ReLU6,
         # and a dilated 3x3 one read straight from its input (offsets hoisted out of the taps)

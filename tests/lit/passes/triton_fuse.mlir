@@ -126,3 +126,40 @@ func.func @pool_used_twice(%r: tensor<2x24x24x16xf16>) -> (tensor<2x16x12x12xf16
   %pool = tcp.transpose %m {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x12x12xf16> -> tensor<2x12x12x16xf16>
   func.return %m, %pool : tensor<2x16x12x12xf16>, tensor<2x12x12x16xf16>
 }
+
+// A convolution whose result a cuDNN convolution reads channels-last stores NHWC
+// itself: the transpose (and the residual added after it) joins its epilogue. A
+// result also returned NCHW, and a depthwise convolution's, leave the transpose to
+// a kernel of its own.
+// CHECK-LABEL: func.func @conv_stores_channels_last
+// CHECK:         %[[C:.*]] = tcp.isolated_group(%x, %w, %b, %res) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x9x9x16xf16>
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.conv2d
+// CHECK-NEXT:      tcp.broadcast
+// CHECK-NEXT:      tcp.add
+// CHECK-NEXT:      tcp.clamp
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:      tcp.add
+// CHECK-NEXT:      tcp.yield
+// CHECK:         %[[K:.*]] = tcp.isolated_group(%x, %w) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x16x9x9xf16>
+// CHECK:         %[[KT:.*]] = tcp.isolated_group(%[[K]]) {backend = "triton", kind = "transpose"}
+// CHECK:         %[[D:.*]] = tcp.isolated_group(%x, %dw) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x8x9x9xf16>
+// CHECK:         %[[DT:.*]] = tcp.isolated_group(%[[D]]) {backend = "triton", kind = "transpose"}
+// CHECK:         func.return %[[C]], %[[K]], %[[KT]], %[[DT]]
+func.func @conv_stores_channels_last(%x: tensor<2x9x9x8xf16>, %w: tensor<16x8x1x1xf16>, %b: tensor<1x16x1x1xf16>, %res: tensor<2x9x9x16xf16>, %dw: tensor<8x1x3x3xf16>) -> (tensor<2x9x9x16xf16>, tensor<2x16x9x9xf16>, tensor<2x9x9x16xf16>, tensor<2x9x9x8xf16>) {
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x9x9x8xf16> -> tensor<2x8x9x9xf16>
+  %c = tcp.conv2d %xt, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x9x9xf16>, tensor<16x8x1x1xf16>) -> tensor<2x16x9x9xf16>
+  %bb = tcp.broadcast %b : tensor<1x16x1x1xf16> to tensor<2x16x9x9xf16>
+  %a = tcp.add %c, %bb : tensor<2x16x9x9xf16>
+  %r = tcp.clamp %a {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x16x9x9xf16>
+  %rt = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x9x9xf16> -> tensor<2x9x9x16xf16>
+  %s = tcp.add %rt, %res : tensor<2x9x9x16xf16>
+  %xt2 = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x9x9x8xf16> -> tensor<2x8x9x9xf16>
+  %k = tcp.conv2d %xt2, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x9x9xf16>, tensor<16x8x1x1xf16>) -> tensor<2x16x9x9xf16>
+  %kt = tcp.transpose %k {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x9x9xf16> -> tensor<2x9x9x16xf16>
+  %xt3 = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x9x9x8xf16> -> tensor<2x8x9x9xf16>
+  %d = tcp.conv2d %xt3, %dw {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x9x9xf16>, tensor<8x1x3x3xf16>) -> tensor<2x8x9x9xf16>
+  %dt = tcp.transpose %d {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x9x9xf16> -> tensor<2x9x9x8xf16>
+  func.return %s, %k, %kt, %dt : tensor<2x9x9x16xf16>, tensor<2x16x9x9xf16>, tensor<2x9x9x16xf16>, tensor<2x9x9x8xf16>
+}
