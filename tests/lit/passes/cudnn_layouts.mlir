@@ -119,3 +119,19 @@ func.func @matmul_untouched(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = tcp.clamp %mm {min = 0.000000e+00 : f64} : tensor<4x8xf32>
   func.return %r : tensor<4x8xf32>
 }
+
+// fp16 inputs of few channels are zero-padded in C, weights to match: 3 channels to 4
+// (cuDNN's first-layer engines), 5 to 8 (tensor cores' multiple); 8 stay as they are.
+// CHECK-LABEL: func.func @padded_channels
+// CHECK:         tcp.pad {{.*}} {low = array<i64: 0, 0, 0, 0>, high = array<i64: 0, 0, 0, 1>, value = 0.000000e+00 : f64} : tensor<2x9x9x3xf16> -> tensor<2x9x9x4xf16>
+// CHECK:         tcp.pad {{.*}} : tensor<16x7x7x3xf16> -> tensor<16x7x7x4xf16>
+// CHECK:         tcp.pad {{.*}} {low = array<i64: 0, 0, 0, 0>, high = array<i64: 0, 0, 0, 3>, value = 0.000000e+00 : f64} : tensor<2x9x9x5xf16> -> tensor<2x9x9x8xf16>
+// CHECK:         tcp.pad {{.*}} : tensor<16x3x3x5xf16> -> tensor<16x3x3x8xf16>
+// CHECK-NOT:     tcp.pad
+// CHECK:         func.return
+func.func @padded_channels(%x: tensor<2x3x9x9xf16>, %w: tensor<16x3x7x7xf16>, %y: tensor<2x5x9x9xf16>, %v: tensor<16x5x3x3xf16>, %z: tensor<2x8x9x9xf16>, %u: tensor<16x8x3x3xf16>) -> (tensor<2x16x5x5xf16>, tensor<2x16x9x9xf16>, tensor<2x16x9x9xf16>) {
+  %a = tcp.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 3, 3, 3, 3>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x9x9xf16>, tensor<16x3x7x7xf16>) -> tensor<2x16x5x5xf16>
+  %b = tcp.conv2d %y, %v {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x9x9xf16>, tensor<16x5x3x3xf16>) -> tensor<2x16x9x9xf16>
+  %c = tcp.conv2d %z, %u {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x9x9xf16>, tensor<16x8x3x3xf16>) -> tensor<2x16x9x9xf16>
+  func.return %a, %b, %c : tensor<2x16x5x5xf16>, tensor<2x16x9x9xf16>, tensor<2x16x9x9xf16>
+}
