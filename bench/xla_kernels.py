@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 RESULTS = Path(__file__).with_name("results")
 
 
-def xla_kernels(workload: str, top: int, calls: int = 20) -> dict[str, Any]:
+def xla_kernels(workload: str, top: int) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
+    from bench.compile_profile import kernels_per_call
     from bench.suite.jax_nets import NETS
     from bench.suite.workloads import select
 
@@ -39,23 +39,9 @@ def xla_kernels(workload: str, top: int, calls: int = 20) -> dict[str, Any]:
     fn, params = NETS[w.model](state, jnp.float16)
     xs = [jnp.asarray(x.float().numpy(), jnp.float16) for x in inputs]
     call = jax.jit(fn)
-    for _ in range(5):
-        call(params, *xs).block_until_ready()
-    torch.cuda.init()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            call(params, *xs).block_until_ready()
-    kernels = [
-        {"name": e.key[:200], "ms": e.device_time_total / 1000 / calls, "launches": e.count / calls}
-        for e in prof.key_averages()
-        if e.device_time_total > 0
-    ]
-    kernels.sort(key=lambda k: -k["ms"])
-    total = sum(k["ms"] for k in kernels)
-    print(f"{workload} XLA: kernels {total:.4f} ms a call, {sum(k['launches'] for k in kernels):.0f} launches")
-    for k in kernels[:top]:
-        print(f"  {k['ms']:8.4f} ms x{k['launches']:<4g} {k['name'][:150]}")
-    return {"workload": workload, "kernels_ms": total, "kernels": kernels}
+    torch.cuda.init()  # the profiler's CUPTI records see XLA's kernels in this process
+    found = kernels_per_call(f"{workload} XLA", lambda: call(params, *xs).block_until_ready(), top)
+    return {"workload": workload, **found}
 
 
 def main() -> None:
