@@ -85,3 +85,31 @@ def test_exact_gelu_holds_across_its_range() -> None:
     assert error.max() <= 1e-6
     sized = want.abs() >= 1e-3
     assert (error[sized] / want[sized].abs()).max() <= 2.0**-11
+
+
+DEPTHWISE_STORED_NHWC = """
+func.func @forward(%x: tensor<2x5x9x7xT>, %w: tensor<5x1x3x3xT>) -> tensor<2x9x7x5xT> {
+  %g = tcp.isolated_group(%x, %w) {backend = "triton", kind = "conv2d"} : (tensor<2x5x9x7xT>, tensor<5x1x3x3xT>) -> tensor<2x9x7x5xT> {
+  ^bb0(%a: tensor<2x5x9x7xT>, %b: tensor<5x1x3x3xT>):
+    %c = tcp.conv2d %a, %b {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 5 : i64} : (tensor<2x5x9x7xT>, tensor<5x1x3x3xT>) -> tensor<2x5x9x7xT>
+    %r = tcp.clamp %c {min = 0.0 : f64} : tensor<2x5x9x7xT>
+    %t = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x5x9x7xT> -> tensor<2x9x7x5xT>
+    tcp.yield %t : tensor<2x9x7x5xT>
+  }
+  func.return %g : tensor<2x9x7x5xT>
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_depthwise_group_stores_a_transposed_output(dtype: str, rng: torch.Generator) -> None:
+    """``triton-fuse`` leaves a transpose after a depthwise convolution out of its group,
+    but the direct kernel stores any output permuted from its result as the product
+    kernel does (``skeleton.store_outputs``): a group formed elsewhere runs right."""
+    case = Case("depthwise_stored_nhwc", ("conv2d",), DEPTHWISE_STORED_NHWC)
+    program = case.program(dtype)
+    inputs = case.inputs(program, rng)
+    expected = ReferenceExecutor(program).run(inputs)
+    actual, launched = run_with_triton(program, inputs, DEVICE)
+    assert launched == 1
+    assert_matches(actual[0].cpu(), expected[0], DTYPES[dtype], what="depthwise stored NHWC")
