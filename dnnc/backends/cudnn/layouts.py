@@ -89,9 +89,9 @@ def padded_channels(channels: int) -> int:
 
 def _pad_input_channels(group: tcp.IsolatedGroupOp, block: Block, conv: tcp.Conv2dOp) -> None:
     channels = shape_of(conv.input)[1]
-    if element_of(conv.input) not in (bf16, f16) or int(scalar(conv.groups)) != 1 or padded_channels(channels) == channels:
-        return
     pad = padded_channels(channels) - channels
+    if element_of(conv.input) not in (bf16, f16) or int(scalar(conv.groups)) != 1 or pad == 0:
+        return
     for operand in (conv.input, conv.weight):
         back = operand.owner  # the transpose from the NHWC/KRSC block argument
         if not isinstance(back, tcp.TransposeOp) or back.input not in block.args:

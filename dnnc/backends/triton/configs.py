@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 
 from dnnc.backends.triton.layout import load_axis, tile_axes
+from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
-from dnnc.backends.triton.skeleton import GroupInfo, is_channelwise, pow2
+from dnnc.backends.triton.skeleton import GroupInfo, pow2
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import element_of, numel, shape_of, torch_dtype

@@ -51,9 +51,9 @@ from dnnc.backends.triton.ops import (
     ROW_ANCHORS,
     SELECT_ANCHORS,
     is_anchor,
+    is_channelwise,
     kind_of,
 )
-from dnnc.backends.triton.skeleton import is_channelwise
 from dnnc.ir import tcp
 from dnnc.ir.analysis import is_output_view
 from dnnc.ir.types import numel, shape_of

@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
+from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
@@ -52,7 +53,6 @@ from dnnc.backends.triton.skeleton import (
     anchor_axes,
     assemble,
     index_type,
-    is_channelwise,
     largest_tensor,
     launch_options,
     pointer_names,

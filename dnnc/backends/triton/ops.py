@@ -27,6 +27,8 @@ from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
+from dnnc.ir.attrs import scalar
+from dnnc.ir.types import shape_of
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
 MOVES = (
@@ -122,3 +124,10 @@ def kind_of(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> str:
         return KIND_OF_ANCHOR[type(anchors[0])]
     members = set(ops)
     return "transpose" if tile_axes(outputs, members.__contains__) else "pointwise"
+
+
+def is_channelwise(op: object) -> bool:
+    """A convolution whose every output channel reads one input channel (depthwise, with
+    or without a channel multiplier): as an implicit GEMM its tiles would be one column
+    wide, so it gets a kernel of its own (``kernels._channelwise_conv``)."""
+    return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1

@@ -12,7 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Index, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
 from dnnc.ir import tcp
-from dnnc.ir.attrs import ints, scalar
+from dnnc.ir.attrs import ints
 from dnnc.ir.text import print_ir
 from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
@@ -150,8 +150,10 @@ def anchor_axes(info: GroupInfo, y: SSAValue) -> tuple[int, ...]:
             axes = [perm[a] for a in axes]
             v = op.input
             continue
-        follows = [x for x in getattr(op, "operands", ()) if info.depends_on_anchor(x)]
-        if not isinstance(op, tcp.ELEMENTWISE_OPS) or not follows or len(shape_of(follows[0])) != len(axes):
+        if not isinstance(op, tcp.ELEMENTWISE_OPS):
+            break
+        follows = [x for x in op.operands if info.depends_on_anchor(x)]
+        if not follows or len(shape_of(follows[0])) != len(axes):
             break
         v = follows[0]
     if v is not anchor.results[0] or tuple(shape[a] for a in axes) != shape_of(y):
@@ -190,10 +192,3 @@ def largest_tensor(info: GroupInfo) -> int:
 
 def launch_options(config: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
-
-
-def is_channelwise(op: object) -> bool:
-    """A convolution whose every output channel reads one input channel (depthwise, with
-    or without a channel multiplier): as an implicit GEMM its tiles would be one column
-    wide, so it gets a kernel of its own (``kernels._channelwise_conv``)."""
-    return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
