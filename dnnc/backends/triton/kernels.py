@@ -202,23 +202,39 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
 
 def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:
     """Implicit GEMM: rows are output pixels (n, ho, wo), columns output channels of
-    one group (``pid_b``), K runs over (input channel of the group, kh, kw)."""
+    one group (``pid_b``), K runs over (input channel of the group, kh, kw).
+
+    The row's (n, ho, wo) are split from ``rm`` and (ho, wo) from ``p_i`` (its pixel in
+    the image), so an offset where they meet in row-major order is ``rm`` or ``p_i``
+    again (``KernelEmitter.splits``): Triton then sees rows contiguous in an NCHW tensor
+    and in an NHWC one, and vectorizes those loads and stores. A pointwise convolution
+    (1x1, stride 1, no padding) reads its input at the output's pixel, with no bounds
+    test: it is a GEMM over those contiguous rows."""
     nb, c, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
     _, _, ho, wo = shape_of(op.results[0])
     groups = scalar(op.groups)
     og = o // groups
     sh, sw = ints(op.stride)
-    top, _, left, _ = ints(op.padding)
+    padding = ints(op.padding)
+    top, _, left, _ = padding
     dh, dw = ints(op.dilation)
     m, n, k = nb * ho * wo, og, cg * kh * kw
+    pointwise = (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(padding)
     em.line(f"n_i = rm // {ho * wo}")
-    em.line(f"ho_i = (rm // {wo}) % {ho}")
-    em.line(f"wo_i = rm % {wo}")
+    em.line(f"p_i = rm % {ho * wo}")
+    em.line(f"ho_i = p_i // {wo}")
+    em.line(f"wo_i = p_i % {wo}")
     em.line(f"o_i = pid_b * {og} + rn")
+    for names, sizes, expr in ((("n_i", "ho_i", "wo_i"), (nb, ho, wo), "rm"), (("ho_i", "wo_i"), (ho, wo), "p_i")):
+        kept = [(d, s) for d, s in zip(names, sizes) if s != 1]
+        if len(kept) > 1:
+            em.splits.setdefault(tuple(d for d, _ in kept), (expr, tuple(s for _, s in kept)))
 
     def a_at(ka: str) -> tuple[Index, str]:
         ci = em.let(f"pid_b * {cg} + {ka} // {kh * kw}", "ci")
+        if pointwise:
+            return Index((nb, c, h, w), dims=("n_i", ci, "ho_i", "wo_i")), ""
         hi = em.let(f"ho_i * {sh} - {top} + (({ka} // {kw}) % {kh}) * {dh}", "hi")
         wi = em.let(f"wo_i * {sw} - {left} + ({ka} % {kw}) * {dw}", "wi")
         inside = em.let(f"({hi} >= 0) & ({hi} < {h}) & ({wi} >= 0) & ({wi} < {w})", "inb")

@@ -252,6 +252,23 @@ CASES = [
 }""",
     ),
     Case(
+        # ResNet's residual 1x1 convolution as a GEMM over contiguous pixels (no bounds
+        # test), bias, residual and ReLU in its epilogue; and a batch-1 one on a 1x1 map
+        # (a squeeze-excite FC), whose size-1 position variables split nothing
+        "pointwise_conv_residual",
+        ("conv2d", "conv2d"),
+        """func.func @forward(%x: tensor<3x6x5x7xT>, %w: tensor<10x6x1x1xT>, %bias: tensor<1x10x1x1xT>, %res: tensor<3x10x5x7xT>, %z: tensor<1x12x1x1xT>, %w2: tensor<9x12x1x1xT>) -> (tensor<3x10x5x7xT>, tensor<1x9x1x1xT>) {
+  %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<3x6x5x7xT>, tensor<10x6x1x1xT>) -> tensor<3x10x5x7xT>
+  %bb = tcp.broadcast %bias : tensor<1x10x1x1xT> to tensor<3x10x5x7xT>
+  %a = tcp.add %c, %bb : tensor<3x10x5x7xT>
+  %s = tcp.add %a, %res : tensor<3x10x5x7xT>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<3x10x5x7xT>
+  %f = tcp.conv2d %z, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x12x1x1xT>, tensor<9x12x1x1xT>) -> tensor<1x9x1x1xT>
+  %g = tcp.sigmoid %f : tensor<1x9x1x1xT>
+  func.return %r, %g : tensor<3x10x5x7xT>, tensor<1x9x1x1xT>
+}""",
+    ),
+    Case(
         # MobileNetV2's expansion convolution feeding a cuDNN depthwise one: read NHWC,
         # bias and ReLU6, stored NHWC with a residual added after the transpose; and a
         # strided 3x3 one stored with its height and width swapped

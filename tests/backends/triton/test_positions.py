@@ -32,3 +32,20 @@ def test_a_channels_last_pool_stores_its_nchw_input_contiguously() -> None:
     (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
     source = generate(group, candidates(GroupInfo.of(group))[0]).text
     assert "tl.store(out0 + tl.broadcast_to(((rows)) * 25 + (cols)," in source, source
+
+
+def test_a_pointwise_convolution_reads_and_stores_contiguous_rows() -> None:
+    """NCHW: the pixel index ``p_i``; NHWC (the transposes of conv_stores_permuted): the row
+    ``rm`` times the channels. No bounds test on a 1x1 convolution without padding."""
+    sources = {}
+    for name in ("pointwise_conv_residual", "conv_stores_permuted"):
+        (case,) = [c for c in CASES if c.name == name]
+        program = case.program("f16")
+        run_passes(program, [TritonFuse()])
+        group = next(op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp))
+        sources[name] = generate(group, candidates(GroupInfo.of(group))[0]).text
+    nchw, nhwc = sources["pointwise_conv_residual"], sources["conv_stores_permuted"]
+    assert "tl.load(in0 + tl.broadcast_to((n_i) * 210 + (ci0) * 35 + (p_i)," in nchw, nchw
+    assert "tl.store(out0 + offs0" in nchw and "offs0 = tl.broadcast_to((n_i) * 350 + (o_i) * 35 + (p_i)," in nchw, nchw
+    assert "inb" not in nchw
+    assert "((rm)) * 5 + ci0" in nhwc, nhwc
