@@ -29,9 +29,13 @@ to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.g
 TRITON_STAGE = "triton-fuse,dce"
 """Every tcp op left becomes part of a generated Triton kernel."""
 
-PARTITIONED = "assign-layouts,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
+PARTITIONED = "assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
-cuDNN stage's layout and lowering passes, then Triton builds the marked kernels."""
+cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.
+Elementwise Triton code between cuDNN convolutions (a residual add and ReLU left out
+of the convolution's graph) runs channels-last like them: without ``sink-transposes``
+the residual stream stayed NCHW, and each such kernel wrote it in both layouts and read
+one against the other (ResNet-50 at batch 128 on an H200: 6.8 ms against 3.8)."""
 
 STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
 """Programs imported from StableHLO keep the framework's layout changes around every

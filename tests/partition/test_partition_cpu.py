@@ -542,3 +542,56 @@ def test_a_contender_made_invalid_names_the_pass_that_broke_it(monkeypatch) -> N
     assert program.text() == before, "the program itself is left as it was"
     with knobs.override(verify_each_pass=False):
         contest.contender_program(program, lambda copy, ops, store: None)  # not verified at all
+
+
+class ResidualChain(nn.Module):
+    """Two residual 1x1 blocks: ``relu(conv(y) + y)`` twice, channels 8 -> 8."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(8, 8, 1)
+        self.a = nn.Conv2d(8, 8, 1)
+        self.b = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.stem(x))
+        y = torch.relu(self.a(y) + y)
+        return torch.relu(self.b(y) + y)
+
+
+CONV_ALONE_SPEC = """schema = 1
+mode = "replace"
+
+[[record]]
+match = { kind = "conv", dtype = ["f16"], input = ["*", 8, 6, 6], weight = [8, 8, 1, 1] }
+decision = { backend = "cudnn" }
+"""
+
+
+def test_elementwise_code_between_cudnn_convolutions_runs_channels_last(tmp_path) -> None:
+    """Each convolution alone on cuDNN (a spec says so), its bias, residual add and ReLU on
+    Triton: those kernels read and write the channels-last tensors the convolutions
+    exchange; the residual stream is not kept NCHW beside them (a kernel writing both
+    layouts, one read against the other)."""
+    spec = tmp_path / "conv-alone.toml"
+    spec.write_text(CONV_ALONE_SPEC)
+    torch.manual_seed(0)
+    model = ResidualChain().eval().half()
+    x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
+    program = compile_program(model, [x])
+    with knobs.override(tuning_specs=str(spec), tuning_spec_defaults=False):
+        record = partitioned(program, "auto")
+    assert Counter(g["kind"] for g in record["groups"] if g["backend"] == "cudnn") == {"conv": 3}
+    run_passes(program, parse_passes(PARTITIONED))
+    triton = [
+        op
+        for op in program.entry.body.block.ops
+        if isinstance(op, tcp.IsolatedGroupOp) and group_attr(op, GROUP_BACKEND_ATTR) == "triton"
+    ]
+    assert all(len(group.results) == 1 for group in triton)
+    # the input's transpose to NHWC and the output's back to NCHW, nothing between
+    transposes = [op for op in program.entry.body.walk() if isinstance(op, tcp.TransposeOp)]
+    assert len(transposes) == 2, program.text()
+    for _ in range(2):
+        x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
+        assert_matches(run_reference(program, [x])[0], flat(eager_exact(model, [x]))[0], torch.float16)
