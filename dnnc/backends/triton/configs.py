@@ -145,10 +145,10 @@ LARGE_PRODUCT_TILES = [
     (64, 64, 32, 4, 3),
 ]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) of products with more rows: the first is
-the config a candidate is priced with untuned. K steps of 64 came first on ResNet-50's
-1x1 convolutions at batch 128 (H200, NHWC and NCHW): 64 x 128 x 64 ran the 64 -> 256
-residual convolution in 0.138 ms against 0.194 for 64 x 64 x 32, and was fastest on five
-of seven; 128 x 64 x 64 on 256 -> 64 (0.077 against 0.094)."""
+the config a candidate is priced with untuned. K steps of 64 came first on every 1x1
+convolution of ResNet-50 at batch 128 (H200, NHWC): 64 x 128 x 64 on four of seven (the
+64 -> 256 residual one: 0.138 ms against 0.191 for 64 x 64 x 32), 128 x 128 x 64 on two,
+128 x 64 x 64 on 256 -> 64 (0.077 against 0.094)."""
 
 
 def product(m: int, n: int, k: int) -> list[Config]:
