@@ -35,7 +35,7 @@ cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.
 Elementwise Triton code between cuDNN convolutions (a residual add and ReLU left out
 of the convolution's graph) runs channels-last like them: without ``sink-transposes``
 the residual stream stayed NCHW, and each such kernel wrote it in both layouts and read
-one against the other (ResNet-50 at batch 128 on an H200: 6.8 ms against 3.8)."""
+one against the other (ResNet-50 at batch 128 on an H200: 6.8 ms, predicted 3.65)."""
 
 STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
 """Programs imported from StableHLO keep the framework's layout changes around every

@@ -164,10 +164,15 @@ class KernelEmitter:
             if i != big[0]:
                 expr = f"({expr}) % {n}"
             out.append(expr if expr == ix.flat else self.let(expr, "i"))
-        split = tuple((d, n) for d, n in zip(out, ix.shape) if n != 1)
-        if len(split) > 1:
-            self.splits[tuple(d for d, _ in split)] = (ix.flat, tuple(n for _, n in split))
+        self.split(ix.flat, out, ix.shape)
         return tuple(out)
+
+    def split(self, expr: str, names: Sequence[str], sizes: Sequence[int]) -> None:
+        """Record that position variables ``names`` (of ``sizes``, row-major) were split
+        from the linear expression ``expr``; size-1 ones are left out (``flat`` skips them)."""
+        kept = [(d, n) for d, n in zip(names, sizes) if n != 1]
+        if len(kept) > 1:
+            self.splits[tuple(d for d, _ in kept)] = (expr, tuple(n for _, n in kept))
 
     def flat(self, ix: Index) -> str:
         """The linear offset of ``ix``. Variables ``dims`` split from one expression, met

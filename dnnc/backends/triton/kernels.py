@@ -226,10 +226,8 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     em.line(f"ho_i = p_i // {wo}")
     em.line(f"wo_i = p_i % {wo}")
     em.line(f"o_i = pid_b * {og} + rn")
-    for names, sizes, expr in ((("n_i", "ho_i", "wo_i"), (nb, ho, wo), "rm"), (("ho_i", "wo_i"), (ho, wo), "p_i")):
-        kept = [(d, s) for d, s in zip(names, sizes) if s != 1]
-        if len(kept) > 1:
-            em.splits.setdefault(tuple(d for d, _ in kept), (expr, tuple(s for _, s in kept)))
+    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
+    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
 
     def a_at(ka: str) -> tuple[Index, str]:
         ci = em.let(f"pid_b * {cg} + {ka} // {kh * kw}", "ci")
