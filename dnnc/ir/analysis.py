@@ -92,3 +92,8 @@ def splat_value(value: SSAValue) -> float | int | None:
 def has_one_use(value: SSAValue) -> bool:
     uses = iter(value.uses)
     return next(uses, None) is not None and next(uses, None) is None
+
+
+PINNED_ATTR = "dnnc.pinned"
+"""On a transpose a pass placed where it is on purpose (a kernel's output layout,
+``triton-channels-last``): ``sink-transposes`` does not move it."""

@@ -37,6 +37,7 @@ _WHERE: dict[str, str] = {
     "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",
     "lower-cudnn": "dnnc.backends.cudnn.lowering:LowerCudnn",
     "triton-fuse": "dnnc.backends.triton.fusion:TritonFuse",
+    "triton-channels-last": "dnnc.backends.triton.channels_last:TritonChannelsLast",
     "partition": "dnnc.partition.partitioner:Partition",
 }
 

@@ -28,7 +28,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import TO_NCHW, inverse_permutation, is_compile_time
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, inverse_permutation, is_compile_time
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type
@@ -82,8 +82,10 @@ def _from_a_convolution(value: SSAValue, depth: int = 4) -> bool:
 
 
 def _runtime_transpose(value: SSAValue) -> bool:
-    """A transpose of data computed at run time (one of a constant folds away)."""
-    return isinstance(value.owner, tcp.TransposeOp) and not is_compile_time(value)
+    """A transpose of data computed at run time (one of a constant folds away), not pinned
+    where it is (``PINNED_ATTR``)."""
+    owner = value.owner
+    return isinstance(owner, tcp.TransposeOp) and PINNED_ATTR not in owner.attributes and not is_compile_time(value)
 
 
 class TransposeOfBroadcast(RewritePattern):

@@ -29,13 +29,14 @@ to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.g
 TRITON_STAGE = "triton-fuse,dce"
 """Every tcp op left becomes part of a generated Triton kernel."""
 
-PARTITIONED = "assign-layouts,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
+PARTITIONED = "assign-layouts,triton-channels-last,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.
-Elementwise Triton code between cuDNN convolutions (a residual add and ReLU left out
-of the convolution's graph) runs channels-last like them: without ``sink-transposes``
-the residual stream stayed NCHW, and each such kernel wrote it in both layouts and read
-one against the other (ResNet-50 at batch 128 on an H200: 6.8 ms, predicted 3.65)."""
+Triton 1x1 convolutions hand their results on channels-last (``triton-channels-last``)
+and elementwise Triton code between convolutions (a residual add and ReLU left out of
+a cuDNN graph) runs channels-last like them: without ``sink-transposes`` the residual
+stream stayed NCHW, and each such kernel wrote it in both layouts and read one against
+the other (ResNet-50 at batch 128 on an H200: 6.8 ms, predicted 3.65)."""
 
 STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
 """Programs imported from StableHLO keep the framework's layout changes around every

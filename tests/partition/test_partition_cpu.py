@@ -595,3 +595,67 @@ def test_elementwise_code_between_cudnn_convolutions_runs_channels_last(tmp_path
     for _ in range(2):
         x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
         assert_matches(run_reference(program, [x])[0], flat(eager_exact(model, [x]))[0], torch.float16)
+
+
+class TritonResiduals(nn.Module):
+    """A cuDNN 1x1 stem, two residual 1x1 blocks, a 3x3 convolution: ResNet's bottleneck
+    stream in small."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(8, 16, 1)
+        self.a = nn.Conv2d(16, 16, 1)
+        self.b = nn.Conv2d(16, 16, 1)
+        self.c = nn.Conv2d(16, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.stem(x))
+        y = torch.relu(self.a(y) + y)
+        y = torch.relu(self.b(y) + y)
+        return self.c(y)
+
+
+TRITON_RESIDUALS_SPEC = """schema = 1
+mode = "replace"
+
+[[record]]
+match = { kind = "conv", dtype = ["f16"], input = ["*", 16, 6, 6], weight = [16, 16, 1, 1] }
+decision = { backend = "triton", config = { BLOCK_M = 64, BLOCK_N = 16, BLOCK_K = 16, num_warps = 4, num_stages = 3 } }
+
+[[record]]
+match = { kind = "conv_bias_relu", dtype = ["f16"], input = ["*", 8, 6, 6] }
+decision = { backend = "cudnn" }
+
+[[record]]
+match = { kind = "conv_bias", dtype = ["f16"], input = ["*", 16, 6, 6], weight = [16, 16, 3, 3] }
+decision = { backend = "cudnn" }
+"""
+
+
+def test_triton_residual_convolutions_between_cudnn_ones_exchange_channels_last(tmp_path) -> None:
+    """The residual 1x1 convolutions on Triton (a spec says so) between cuDNN ones: each
+    kernel reads the NHWC stream (input and residual) and stores NHWC, so no transpose
+    kernel runs between them; only the program's input and output are transposed."""
+    spec = tmp_path / "triton-residuals.toml"
+    spec.write_text(TRITON_RESIDUALS_SPEC)
+    torch.manual_seed(0)
+    model = TritonResiduals().eval().half()
+    x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
+    program = compile_program(model, [x])
+    with knobs.override(tuning_specs=str(spec), tuning_spec_defaults=False):
+        record = partitioned(program, "auto")
+    assert Counter((g["backend"], g["kind"]) for g in record["groups"]) == {
+        ("cudnn", "conv_bias_relu"): 1,
+        ("triton", "conv2d"): 2,
+        ("cudnn", "conv_bias"): 1,
+    }
+    run_passes(program, parse_passes(PARTITIONED))
+    groups = [op for op in program.entry.body.block.ops if isinstance(op, tcp.IsolatedGroupOp)]
+    convs = [g for g in groups if group_attr(g, "kind") == "conv2d"]
+    assert len(convs) == 2
+    for group in convs:
+        assert [t.get_shape() for t in group.result_types] == [(2, 6, 6, 16)], group
+    assert len(groups) == 4, program.text()  # the two convolutions, the edges' transposes
+    for _ in range(2):
+        x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
+        assert_matches(run_reference(program, [x])[0], flat(eager_exact(model, [x]))[0], torch.float16)

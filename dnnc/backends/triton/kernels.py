@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
-from dnnc.backends.triton.ops import is_channelwise
+from dnnc.backends.triton.ops import is_channelwise, is_pixelwise_conv
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
@@ -207,8 +207,8 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     The row's (n, ho, wo) are split from ``rm`` and (ho, wo) from ``p_i`` (its pixel in
     the image), so an offset where they meet in row-major order is ``rm`` or ``p_i``
     again (``KernelEmitter.splits``): Triton then sees rows contiguous in an NCHW tensor
-    and in an NHWC one, and vectorizes those loads and stores. A pointwise convolution
-    (1x1, stride 1, no padding) reads its input at the output's pixel, with no bounds
+    and in an NHWC one, and vectorizes those loads and stores. A pixelwise convolution
+    (``ops.is_pixelwise_conv``) reads its input at the output's pixel, with no bounds
     test: it is a GEMM over those contiguous rows."""
     nb, c, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
@@ -216,11 +216,10 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     groups = scalar(op.groups)
     og = o // groups
     sh, sw = ints(op.stride)
-    padding = ints(op.padding)
-    top, _, left, _ = padding
+    top, _, left, _ = ints(op.padding)
     dh, dw = ints(op.dilation)
     m, n, k = nb * ho * wo, og, cg * kh * kw
-    pointwise = (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(padding)
+    pixelwise = is_pixelwise_conv(op)
     em.line(f"n_i = rm // {ho * wo}")
     em.line(f"p_i = rm % {ho * wo}")
     em.line(f"ho_i = p_i // {wo}")
@@ -231,7 +230,7 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
 
     def a_at(ka: str) -> tuple[Index, str]:
         ci = em.let(f"pid_b * {cg} + {ka} // {kh * kw}", "ci")
-        if pointwise:
+        if pixelwise:
             return Index((nb, c, h, w), dims=("n_i", ci, "ho_i", "wo_i")), ""
         hi = em.let(f"ho_i * {sh} - {top} + (({ka} // {kw}) % {kh}) * {dh}", "hi")
         wi = em.let(f"wo_i * {sw} - {left} + ({ka} % {kw}) * {dw}", "wi")

@@ -27,7 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
-from dnnc.ir.attrs import scalar
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import shape_of
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
@@ -131,3 +131,13 @@ def is_channelwise(op: object) -> bool:
     or without a channel multiplier): as an implicit GEMM its tiles would be one column
     wide, so it gets a kernel of its own (``kernels._channelwise_conv``)."""
     return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
+
+
+def is_pixelwise_conv(op: object) -> bool:
+    """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
+    so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
+    contiguous in an NHWC tensor as in an NCHW one."""
+    if not isinstance(op, tcp.Conv2dOp):
+        return False
+    _, _, kh, kw = shape_of(op.weight)
+    return (kh, kw) == (1, 1) and tuple(ints(op.stride)) == (1, 1) and not any(ints(op.padding))

@@ -269,6 +269,23 @@ CASES = [
 }""",
     ),
     Case(
+        # ResNet's residual 1x1 convolution between cuDNN ones (triton-channels-last):
+        # its NHWC input is also the residual, added after the transpose its bias is
+        # computed before, and the sum is stored NHWC
+        "pointwise_conv_channels_last_residual",
+        ("conv2d",),
+        """func.func @forward(%x: tensor<2x5x7x12xT>, %w: tensor<12x12x1x1xT>, %bias: tensor<1x12x1x1xT>) -> tensor<2x5x7x12xT> {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x7x12xT> -> tensor<2x12x5x7xT>
+  %c = tcp.conv2d %t, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x12x5x7xT>, tensor<12x12x1x1xT>) -> tensor<2x12x5x7xT>
+  %bb = tcp.broadcast %bias : tensor<1x12x1x1xT> to tensor<2x12x5x7xT>
+  %a = tcp.add %c, %bb : tensor<2x12x5x7xT>
+  %an = tcp.transpose %a {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x12x5x7xT> -> tensor<2x5x7x12xT>
+  %s = tcp.add %an, %x : tensor<2x5x7x12xT>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<2x5x7x12xT>
+  func.return %r : tensor<2x5x7x12xT>
+}""",
+    ),
+    Case(
         # MobileNetV2's expansion convolution feeding a cuDNN depthwise one: read NHWC,
         # bias and ReLU6, stored NHWC with a residual added after the transpose; and a
         # strided 3x3 one stored with its height and width swapped

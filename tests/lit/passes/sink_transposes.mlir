@@ -97,3 +97,13 @@ func.func @residual_stream(%x: tensor<1x4x4x8xf32>, %g: tensor<8xf32>, %b: tenso
   %r2 = tcp.add %m1, %r1 : tensor<1x8x4x4xf32>
   func.return %r2 : tensor<1x8x4x4xf32>
 }
+
+// A pinned transpose (a kernel's chosen output layout) stays where it is.
+// CHECK-LABEL: func.func @pinned
+// CHECK:         %[[T:.*]] = tcp.transpose %{{.*}} {dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:    tcp.clamp %[[T]]
+func.func @pinned(%x: tensor<2x8x5x5xf32>) -> tensor<2x5x5x8xf32> {
+  %t = tcp.transpose %x {dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf32> -> tensor<2x5x5x8xf32>
+  %r = tcp.clamp %t {min = 0.0 : f64} : tensor<2x5x5x8xf32>
+  func.return %r : tensor<2x5x5x8xf32>
+}

@@ -1,0 +1,38 @@
+// RUN: %dnnc opt %s -p triton-channels-last | %filecheck %s
+// RUN: %dnnc opt %s -p triton-channels-last,sink-transposes,simplify-shapes,dce | %filecheck %s --check-prefix=SUNK
+
+// A partitioned 1x1 convolution (dnnc.part 3) is followed by a transpose to NHWC pinned
+// in its kernel and one back outside it, which its epilogue now reads.
+// CHECK-LABEL: func.func @residual
+// CHECK:         %[[C:.*]] = tcp.conv2d %{{.*}}, %{{.*}} {dnnc.part = 3 : i64
+// CHECK-NEXT:    %[[N:.*]] = tcp.transpose %[[C]] {dnnc.part = 3 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
+// CHECK-NEXT:    %[[B:.*]] = tcp.transpose %[[N]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// CHECK:         tcp.add %[[B]], %{{.*}} {dnnc.part = 3 : i64}
+// A 3x3 convolution is left alone.
+// CHECK:         tcp.conv2d %{{.*}}, %{{.*}} {dnnc.part = 4 : i64
+// CHECK-NEXT:    func.return
+
+// With sink-transposes, the transpose back moves below the epilogue: the bias, the
+// residual stream (a channels-last tensor brought back to NCHW) and the ReLU are NHWC,
+// and only the 3x3 convolution's input goes back.
+// SUNK-LABEL: func.func @residual
+// SUNK:         %[[C:.*]] = tcp.conv2d
+// SUNK-NEXT:    %[[N:.*]] = tcp.transpose %[[C]] {dnnc.part = 3 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>}
+// SUNK:         %[[A:.*]] = tcp.add %[[N]], %{{.*}} {dnnc.part = 3 : i64} : tensor<2x5x5x8xf16>
+// SUNK-NEXT:    %[[S:.*]] = tcp.add %[[A]], %r {dnnc.part = 3 : i64} : tensor<2x5x5x8xf16>
+// SUNK-NEXT:    %[[R:.*]] = tcp.clamp %[[S]] {dnnc.part = 3 : i64, min = 0.000000e+00 : f64} : tensor<2x5x5x8xf16>
+// SUNK-NEXT:    %[[RN:.*]] = tcp.transpose %[[R]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// SUNK-NEXT:    tcp.conv2d %[[RN]]
+func.func @residual(%r: tensor<2x5x5x8xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @w : tensor<8x8x1x1xf16>
+  %b = tcp.param @b : tensor<1x8x1x1xf16>
+  %w3 = tcp.param @w3 : tensor<8x8x3x3xf16>
+  %x = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 3 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x1x1xf16>) -> tensor<2x8x5x5xf16>
+  %bb = tcp.broadcast %b {dnnc.part = 3 : i64} : tensor<1x8x1x1xf16> to tensor<2x8x5x5xf16>
+  %a = tcp.add %c, %bb {dnnc.part = 3 : i64} : tensor<2x8x5x5xf16>
+  %s = tcp.add %a, %x {dnnc.part = 3 : i64} : tensor<2x8x5x5xf16>
+  %y = tcp.clamp %s {dnnc.part = 3 : i64, min = 0.0 : f64} : tensor<2x8x5x5xf16>
+  %z = tcp.conv2d %y, %w3 {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %z : tensor<2x8x5x5xf16>
+}
