@@ -17,6 +17,7 @@ so no kernel is added either way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -29,6 +30,7 @@ from dnnc.backends.triton.ops import is_pixelwise_conv
 from dnnc.ir import tcp
 from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC
 from dnnc.ir.attrs import i64_array, scalar
+from dnnc.ir.types import shape_of
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class TritonChannelsLast(ModulePass):
         for conv in [o for o in op.walk() if isinstance(o, tcp.Conv2dOp) and PART_ATTR in o.attributes]:
             if not is_pixelwise_conv(conv) or scalar(conv.groups) != 1 or not conv.result.uses:
                 continue
+            if math.prod(shape_of(conv.result)[2:]) == 1:
+                continue  # one pixel (a squeeze-excite FC): both layouts are one, and the transposes would become reshapes the kernel cannot end in
             to_nhwc = tcp.TransposeOp.make([conv.result], {"permutation": i64_array(TO_NHWC)})
             to_nhwc.attributes[PART_ATTR] = conv.attributes[PART_ATTR]
             to_nhwc.attributes[PINNED_ATTR] = UnitAttr()

@@ -36,3 +36,13 @@ func.func @residual(%r: tensor<2x5x5x8xf16>) -> tensor<2x8x5x5xf16> {
   %z = tcp.conv2d %y, %w3 {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
   func.return %z : tensor<2x8x5x5xf16>
 }
+
+// A convolution on a 1x1 map (a squeeze-excite FC) has one layout: left alone.
+// CHECK-LABEL: func.func @one_pixel
+// CHECK-NOT:     tcp.transpose
+func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
+  %w = tcp.param @w : tensor<4x8x1x1xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x1x1xf16>, tensor<4x8x1x1xf16>) -> tensor<2x4x1x1xf16>
+  %s = tcp.sigmoid %c {dnnc.part = 1 : i64} : tensor<2x4x1x1xf16>
+  func.return %s : tensor<2x4x1x1xf16>
+}
