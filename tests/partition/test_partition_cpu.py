@@ -544,6 +544,19 @@ def test_a_contender_made_invalid_names_the_pass_that_broke_it(monkeypatch) -> N
         contest.contender_program(program, lambda copy, ops, store: None)  # not verified at all
 
 
+def partitioned_by_spec(model: nn.Module, spec: str, tmp_path) -> tuple[nn.Module, Program, dict]:
+    """``model`` in float16 on a 2x8x6x6 input, partitioned under ``auto`` with only the
+    tuning spec ``spec`` (TOML text) deciding: the model, the program, the decision record."""
+    path = tmp_path / "spec.toml"
+    path.write_text(spec)
+    torch.manual_seed(0)
+    model = model.eval().half()
+    program = compile_program(model, [torch.randn(2, 8, 6, 6, dtype=torch.float16)])
+    with knobs.override(tuning_specs=str(path), tuning_spec_defaults=False):
+        record = partitioned(program, "auto")
+    return model, program, record
+
+
 class ResidualChain(nn.Module):
     """Two residual 1x1 blocks: ``relu(conv(y) + y)`` twice, channels 8 -> 8."""
 
@@ -573,14 +586,7 @@ def test_elementwise_code_between_cudnn_convolutions_runs_channels_last(tmp_path
     Triton: those kernels read and write the channels-last tensors the convolutions
     exchange; the residual stream is not kept NCHW beside them (a kernel writing both
     layouts, one read against the other)."""
-    spec = tmp_path / "conv-alone.toml"
-    spec.write_text(CONV_ALONE_SPEC)
-    torch.manual_seed(0)
-    model = ResidualChain().eval().half()
-    x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
-    program = compile_program(model, [x])
-    with knobs.override(tuning_specs=str(spec), tuning_spec_defaults=False):
-        record = partitioned(program, "auto")
+    model, program, record = partitioned_by_spec(ResidualChain(), CONV_ALONE_SPEC, tmp_path)
     assert Counter(g["kind"] for g in record["groups"] if g["backend"] == "cudnn") == {"conv": 3}
     run_passes(program, parse_passes(PARTITIONED))
     triton = [
@@ -636,14 +642,7 @@ def test_triton_residual_convolutions_between_cudnn_ones_exchange_channels_last(
     """The residual 1x1 convolutions on Triton (a spec says so) between cuDNN ones: each
     kernel reads the NHWC stream (input and residual) and stores NHWC, so no transpose
     kernel runs between them; only the program's input and output are transposed."""
-    spec = tmp_path / "triton-residuals.toml"
-    spec.write_text(TRITON_RESIDUALS_SPEC)
-    torch.manual_seed(0)
-    model = TritonResiduals().eval().half()
-    x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
-    program = compile_program(model, [x])
-    with knobs.override(tuning_specs=str(spec), tuning_spec_defaults=False):
-        record = partitioned(program, "auto")
+    model, program, record = partitioned_by_spec(TritonResiduals(), TRITON_RESIDUALS_SPEC, tmp_path)
     assert Counter((g["backend"], g["kind"]) for g in record["groups"]) == {
         ("cudnn", "conv_bias_relu"): 1,
         ("triton", "conv2d"): 2,
