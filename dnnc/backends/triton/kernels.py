@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
-from dnnc.backends.triton.ops import is_channelwise, is_pixelwise_conv
+from dnnc.backends.triton.ops import is_channelwise, is_pixelwise_conv, reads_channels_last
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
@@ -209,7 +209,10 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     again (``KernelEmitter.splits``): Triton then sees rows contiguous in an NCHW tensor
     and in an NHWC one, and vectorizes those loads and stores. A pixelwise convolution
     (``ops.is_pixelwise_conv``) reads its input at the output's pixel, with no bounds
-    test: it is a GEMM over those contiguous rows."""
+    test: it is a GEMM over those contiguous rows. K runs over (kh, kw, channel) instead
+    where the input is channels-last (``ops.reads_channels_last``): a 3x3 convolution of
+    ResNet-50 at batch 128 read its NHWC input across channels 9 apart and ran 1.27 ms
+    against 0.37 reading NCHW (H200)."""
     nb, c, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
     _, _, ho, wo = shape_of(op.results[0])
@@ -228,19 +231,30 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
     em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
 
+    channels_inner = reads_channels_last(op)
+
+    def k_parts(kx: str) -> tuple[str, str, str]:
+        """The (input channel in the group, kh, kw) of K position ``kx``: channels vary
+        fastest where the input is channels-last, so a K tile reads contiguous channels."""
+        if channels_inner:
+            return f"{kx} % {cg}", f"{kx} // {cg * kw}", f"({kx} // {cg}) % {kw}"
+        return f"{kx} // {kh * kw}", f"({kx} // {kw}) % {kh}", f"{kx} % {kw}"
+
     def a_at(ka: str) -> tuple[Index, str]:
-        ci = em.let(f"pid_b * {cg} + {ka} // {kh * kw}", "ci")
+        channel, row, col = k_parts(ka)
+        ci = em.let(f"pid_b * {cg} + {channel}", "ci")
         if pixelwise:
             return Index((nb, c, h, w), dims=("n_i", ci, "ho_i", "wo_i")), ""
-        hi = em.let(f"ho_i * {sh} - {top} + (({ka} // {kw}) % {kh}) * {dh}", "hi")
-        wi = em.let(f"wo_i * {sw} - {left} + ({ka} % {kw}) * {dw}", "wi")
+        hi = em.let(f"ho_i * {sh} - {top} + ({row}) * {dh}", "hi")
+        wi = em.let(f"wo_i * {sw} - {left} + ({col}) * {dw}", "wi")
         inside = em.let(f"({hi} >= 0) & ({hi} < {h}) & ({wi} >= 0) & ({wi} < {w})", "inb")
         return Index((nb, c, h, w), dims=("n_i", ci, hi, wi)), f" & {inside}"
 
     def b_at(kb: str) -> Index:
-        kc = em.let(f"{kb} // {kh * kw}", "kc")
-        khi = em.let(f"({kb} // {kw}) % {kh}", "khi")
-        kwi = em.let(f"{kb} % {kw}", "kwi")
+        channel, row, col = k_parts(kb)
+        kc = em.let(channel, "kc")
+        khi = em.let(row, "khi")
+        kwi = em.let(col, "kwi")
         return Index((o, cg, kh, kw), dims=("o_i", kc, khi, kwi))
 
     return m, n, k, groups, a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")

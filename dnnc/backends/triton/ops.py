@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
+from dnnc.ir.analysis import TO_NCHW
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import shape_of
 
@@ -141,3 +142,10 @@ def is_pixelwise_conv(op: object) -> bool:
         return False
     _, _, kh, kw = shape_of(op.weight)
     return (kh, kw) == (1, 1) and tuple(ints(op.stride)) == (1, 1) and not any(ints(op.padding))
+
+
+def reads_channels_last(op: tcp.Conv2dOp) -> bool:
+    """Whether the convolution's input is a channels-last tensor brought back to NCHW in
+    its kernel (a transpose prologue): its channels are the contiguous axis in memory."""
+    source = op.input.owner
+    return isinstance(source, tcp.TransposeOp) and tuple(ints(source.permutation)) == TO_NCHW

@@ -286,6 +286,20 @@ CASES = [
 }""",
     ),
     Case(
+        # 3x3 convolutions reading a channels-last input (a transpose prologue): K runs
+        # over (kh, kw, channel); one grouped and strided, one dilated with uneven padding
+        "conv_reads_channels_last",
+        ("conv2d", "conv2d"),
+        """func.func @forward(%x: tensor<2x7x9x6xT>, %w: tensor<8x3x3x3xT>, %w2: tensor<5x6x3x3xT>) -> (tensor<2x8x4x5xT>, tensor<2x5x4x8xT>) {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x9x6xT> -> tensor<2x6x7x9xT>
+  %c = tcp.conv2d %t, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x6x7x9xT>, tensor<8x3x3x3xT>) -> tensor<2x8x4x5xT>
+  %r = tcp.clamp %c {min = 0.0 : f64} : tensor<2x8x4x5xT>
+  %u = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x9x6xT> -> tensor<2x6x7x9xT>
+  %d = tcp.conv2d %u, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 1, 0, 2, 1>, dilation = array<i64: 2, 2>, groups = 1 : i64} : (tensor<2x6x7x9xT>, tensor<5x6x3x3xT>) -> tensor<2x5x4x8xT>
+  func.return %r, %d : tensor<2x8x4x5xT>, tensor<2x5x4x8xT>
+}""",
+    ),
+    Case(
         # MobileNetV2's expansion convolution feeding a cuDNN depthwise one: read NHWC,
         # bias and ReLU6, stored NHWC with a residual added after the transpose; and a
         # strided 3x3 one stored with its height and width swapped
