@@ -17,7 +17,7 @@ from xdsl.ir import Operation
 from dnnc.backends import cudnn, triton
 from dnnc.partition.candidates import Candidate, Role
 from dnnc.partition.sources import cudnn_candidates, triton_candidates
-from dnnc.passes.stages import PARTITIONED, TRITON_STAGE
+from dnnc.passes.stages import PARTITIONED, TRITON_ALONE_STAGE
 
 Source = Callable[[Sequence[Operation], dict[Operation, int], Sequence[Candidate]], list[Candidate]]
 """(the graph's nodes, their indices, the library backends' candidates) -> this backend's."""
@@ -53,7 +53,7 @@ BACKENDS: dict[str, ChoosableBackend] = {
         Role.GENERATOR,
         triton_candidates,
         triton.mark_group,
-        TRITON_STAGE,
+        TRITON_ALONE_STAGE,
         triton.not_lowered,
         marks_fixed=True,
         first_stages=lambda: ["gpu-triton-split-reductions"],

@@ -38,6 +38,7 @@ _WHERE: dict[str, str] = {
     "lower-cudnn": "dnnc.backends.cudnn.lowering:LowerCudnn",
     "triton-fuse": "dnnc.backends.triton.fusion:TritonFuse",
     "triton-channels-last": "dnnc.backends.triton.channels_last:TritonChannelsLast",
+    "triton-channels-last-boundary": "dnnc.backends.triton.channels_last:ChannelsLastBoundary",
     "partition": "dnnc.partition.partitioner:Partition",
 }
 

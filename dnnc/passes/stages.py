@@ -29,6 +29,11 @@ to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.g
 TRITON_STAGE = "triton-fuse,dce"
 """Every tcp op left becomes part of a generated Triton kernel."""
 
+TRITON_ALONE_STAGE = "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-fuse,dce"
+"""A Triton candidate timed alone, lowered as ``PARTITIONED`` lowers it in the whole
+program: a 1x1 convolution reads and writes its neighbours' channels-last tensors
+(``triton-channels-last-boundary``)."""
+
 PARTITIONED = "assign-layouts,triton-channels-last,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.

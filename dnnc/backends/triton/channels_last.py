@@ -21,7 +21,9 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, UnitAttr
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -33,19 +35,77 @@ from dnnc.ir.attrs import i64_array, scalar
 from dnnc.ir.types import shape_of
 
 
+def hands_channels_last(op: Operation) -> bool:
+    """A partitioned 1x1 ungrouped convolution with a used result of more than one pixel
+    per image: on one pixel (a squeeze-excite FC) both layouts are one, and the
+    transposes would become reshapes the kernel cannot end in."""
+    if not isinstance(op, tcp.Conv2dOp) or PART_ATTR not in op.attributes:
+        return False
+    if not is_pixelwise_conv(op) or scalar(op.groups) != 1 or not op.result.uses:
+        return False
+    return math.prod(shape_of(op.result)[2:]) > 1
+
+
 @dataclass(frozen=True)
 class TritonChannelsLast(ModulePass):
     name = "triton-channels-last"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for conv in [o for o in op.walk() if isinstance(o, tcp.Conv2dOp) and PART_ATTR in o.attributes]:
-            if not is_pixelwise_conv(conv) or scalar(conv.groups) != 1 or not conv.result.uses:
-                continue
-            if math.prod(shape_of(conv.result)[2:]) == 1:
-                continue  # one pixel (a squeeze-excite FC): both layouts are one, and the transposes would become reshapes the kernel cannot end in
+        for conv in [o for o in op.walk() if hands_channels_last(o)]:
+            assert isinstance(conv, tcp.Conv2dOp)
             to_nhwc = tcp.TransposeOp.make([conv.result], {"permutation": i64_array(TO_NHWC)})
             to_nhwc.attributes[PART_ATTR] = conv.attributes[PART_ATTR]
             to_nhwc.attributes[PINNED_ATTR] = UnitAttr()
             back = tcp.TransposeOp.make([to_nhwc.result], {"permutation": i64_array(TO_NCHW)})
             Rewriter.insert_op([to_nhwc, back], InsertPoint.after(conv))
             conv.result.replace_uses_with_if(back.result, lambda use, own=to_nhwc: use.operation is not own)
+
+
+@dataclass(frozen=True)
+class ChannelsLastBoundary(ModulePass):
+    """A program holding a Triton 1x1 convolution (``hands_channels_last``) takes and gives
+    its 4-D tensors channels-last, with transposes to and from NCHW at its edge.
+
+    For timing a candidate alone (``partition.measure``): in the whole program its
+    neighbours hand it and take from it channels-last tensors (cuDNN convolutions, other
+    Triton 1x1 convolutions), so ``triton-channels-last`` and ``sink-transposes`` cancel
+    these transposes and the kernel timed reads and writes NHWC as it will run. Timed on
+    NCHW tensors it ran another kernel: pointer tiles over strided pixels where the
+    program's reads TMA tiles of rows."""
+
+    name = "triton-channels-last-boundary"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            if any(hands_channels_last(o) for o in fn.walk()):
+                _channels_last_edges(fn)
+
+
+def _spatial(t: Attribute) -> bool:
+    return isinstance(t, TensorType) and len(t.get_shape()) == 4 and math.prod(t.get_shape()[2:]) > 1
+
+
+def _channels_last_edges(fn: func.FuncOp) -> None:
+    block = fn.body.block
+    first = block.first_op
+    for arg in [a for a in block.args if _spatial(a.type)]:
+        n, c, h, w = shape_of(arg)
+        nhwc = block.insert_arg(TensorType(arg.type.element_type, [n, h, w, c]), arg.index)  # type: ignore[attr-defined]
+        back = tcp.TransposeOp.make([nhwc], {"permutation": i64_array(TO_NCHW)})
+        if first is None:
+            block.add_op(back)
+        else:
+            Rewriter.insert_op(back, InsertPoint.before(first))
+        arg.replace_all_uses_with(back.result)
+        block.erase_arg(arg)
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    results = []
+    for v in ret.operands:
+        if _spatial(v.type):
+            to_nhwc = tcp.TransposeOp.make([v], {"permutation": i64_array(TO_NHWC)})
+            Rewriter.insert_op(to_nhwc, InsertPoint.before(ret))
+            v = to_nhwc.result
+        results.append(v)
+    Rewriter.replace_op(ret, func.ReturnOp(*results))
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args], [v.type for v in results])

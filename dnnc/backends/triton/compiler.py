@@ -104,10 +104,11 @@ def _jit_function(source: KernelSource) -> Any:
 
 
 def _attrs(source: KernelSource, aligned: bool) -> dict[tuple[int, ...], list[list[Any]]]:
-    """Every pointer 16-byte aligned (torch allocations are): lets Triton vectorize."""
+    """Every pointer 16-byte aligned (torch allocations are): lets Triton vectorize.
+    Tensor descriptors take no hints."""
     if not aligned:
         return {}
-    return {(i,): [["tt.divisibility", 16]] for i in range(len(source.signature))}
+    return {(i,): [["tt.divisibility", 16]] for i, t in enumerate(source.signature.values()) if t.startswith("*")}
 
 
 def cuda_target(capability: int) -> GPUTarget:

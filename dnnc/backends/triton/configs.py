@@ -15,7 +15,8 @@ import math
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
-from dnnc.backends.triton.skeleton import GroupInfo, pow2
+from dnnc.backends.triton.skeleton import GroupInfo, gathers, pow2
+from dnnc.backends.triton.tma import TMA_CAPABILITY, operands
 from dnnc.ir import tcp
 from dnnc.ir.attrs import scalar
 from dnnc.ir.types import element_of, numel, shape_of, torch_dtype
@@ -25,7 +26,10 @@ MAX_ROW_TILE = 8192
 
 Config = dict[str, int]
 
-CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "num_warps", "num_stages")
+CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "num_warps", "num_stages")
+"""Keys a config may give that the kind's first heuristic config need not have: launch
+options, and ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``)."""
 MAX_BLOCK = 1 << 16
 """Largest block extent a config may give (``tl.arange`` over more does not compile
 in reasonable time or registers)."""
@@ -42,6 +46,8 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} is not a power of two (tl.arange needs one)"
     if key.startswith("BLOCK") and value > MAX_BLOCK:
         return f"{value} is over {MAX_BLOCK}"
+    if key == "TMA" and value != 1:
+        return f"{value}: TMA is 1 where given"
     if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
         return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
     if key == "num_stages" and value > 8:
@@ -151,7 +157,18 @@ convolution of ResNet-50 at batch 128 (H200, NHWC): 64 x 128 x 64 on four of sev
 128 x 64 x 64 on 256 -> 64 (0.077 against 0.094)."""
 
 
-def product(m: int, n: int, k: int) -> list[Config]:
+TMA_PRODUCT_TILES = [(128, 128, 64, 4, 3), (64, 128, 64, 4, 3), (128, 64, 64, 4, 3)]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) of TMA products (``tma``), offered before
+the pointer tiles where the operands allow them on Hopper: 128 x 128 x 64 with four
+warps came first on the 1x1 convolutions + residual of ResNet-50's stages 2-4 at batch
+128, the narrower ones at batch 32 (H200, ``bench/results/gemm-tma-2026-11-27-h200.json``).
+Stage 1 (K = 64, one step) ran faster with pointer tiles, which stay candidates."""
+
+
+def product(m: int, n: int, k: int, tma: bool = False) -> list[Config]:
+    """Tiles of a product, best guess first; ``tma``: TMA tiles first (Hopper, operands
+    that are row-major matrices in memory) for products with more rows than ``FEW_M``."""
+
     def fit(b: int, size: int) -> int:
         return max(16, min(b, pow2(size)))
 
@@ -161,12 +178,17 @@ def product(m: int, n: int, k: int) -> list[Config]:
         shapes = [(64, 32, 128, 4, 3), (64, 16, 256, 4, 3), (64, 64, 64, 4, 3), (64, 64, 32, 4, 3)]
     else:
         shapes = LARGE_PRODUCT_TILES
-    return _unique(
-        [
-            {"BLOCK_M": fit(bm, m), "BLOCK_N": fit(bn, n), "BLOCK_K": fit(bk, k), "num_warps": w, "num_stages": s}
-            for bm, bn, bk, w, s in shapes
-        ]
+    tiled = (
+        [{"TMA": 1, **_tile(bm, bn, bk, w, s, fit, (m, n, k))} for bm, bn, bk, w, s in TMA_PRODUCT_TILES]
+        if tma and m > FEW_M
+        else []
     )
+    return _unique([*tiled, *(_tile(bm, bn, bk, w, s, fit, (m, n, k)) for bm, bn, bk, w, s in shapes)])
+
+
+def _tile(bm: int, bn: int, bk: int, warps: int, stages: int, fit, sizes: tuple[int, int, int]) -> Config:
+    m, n, k = sizes
+    return {"BLOCK_M": fit(bm, m), "BLOCK_N": fit(bn, n), "BLOCK_K": fit(bk, k), "num_warps": warps, "num_stages": stages}
 
 
 ATTENTION_SMEM_BUDGET = 160 * 1024
@@ -203,7 +225,9 @@ def attention(sq: int, sk: int, d: int, dv: int | None = None, itemsize: int = 2
     return _unique(configs)
 
 
-def candidates(info: GroupInfo) -> list[Config]:
+def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
+    """The configs of ``info``'s kernel, best guess first; ``capability``: the GPU's
+    (``sm_<capability>``) where it is known, which adds TMA tiles on Hopper."""
     op = info.anchor
     if info.kind in ("pointwise", "transpose", "pool"):
         axes = tile_axes(info.outputs, info.inside)
@@ -226,9 +250,11 @@ def candidates(info: GroupInfo) -> list[Config]:
     if is_channelwise(op):
         nb, o, ho, wo = shape_of(op.results[0])
         return channelwise(nb * ho * wo, o)
+    with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
+    with_tma = with_tma and not gathers(info.group)
     if isinstance(op, tcp.Conv2dOp):
         o, cg, kh, kw = shape_of(op.weight)
         nb, _, ho, wo = shape_of(op.results[0])
-        return product(nb * ho * wo, o // scalar(op.groups), cg * kh * kw)
+        return product(nb * ho * wo, o // scalar(op.groups), cg * kh * kw, with_tma)
     lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
-    return product(lhs[-2], rhs[-1], lhs[-1])
+    return product(lhs[-2], rhs[-1], lhs[-1], with_tma)

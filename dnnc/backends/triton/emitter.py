@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -104,6 +104,9 @@ class KernelEmitter:
         self.memo: dict[tuple, str] = {}
         self.anchors: dict[SSAValue, tuple[Index, str]] = {}
         self._names: dict[str, int] = {}
+        self.tile_reads: Callable[[SSAValue, Index], str | None] | None = None
+        """Reads a block argument at given positions as a whole tile (through TMA) where it
+        can, giving the variable, else None (it is loaded element by element)."""
         self.splits: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
         """Position variables that ``dims`` split from one linear expression (their names,
         size-1 dims left out) -> that expression and their sizes: ``flat`` puts the
@@ -238,7 +241,8 @@ class KernelEmitter:
                 )
             return var
         if isinstance(v, BlockArgument) or v in self.pointers:
-            name = self.load(v, ix, mask)
+            tile = self.tile_reads(v, ix) if self.tile_reads is not None else None
+            name = tile if tile is not None else self.load(v, ix, mask)
         else:
             op = v.owner
             assert isinstance(op, Operation)

@@ -21,6 +21,7 @@ from xdsl.ir import Operation
 
 from dnnc import knobs
 from dnnc.backends.interface import BuildContext, GroupKernel, KernelBackend
+from dnnc.backends.triton.configs import OPTIONAL_KEYS
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.marking import is_triton_group, precompile_lowered
@@ -156,11 +157,11 @@ def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuris
     """Why a record cannot rebuild its group, or None."""
     if record is None:
         return "no recorded kernel"
-    if record.source.kind != kind or len(record.source.signature) != tensors:
-        return f"a recorded {record.source.kind} kernel of {len(record.source.signature)} tensors"
+    if record.source.kind != kind or record.source.tensors != tensors:
+        return f"a recorded {record.source.kind} kernel of {record.source.tensors} tensors"
     if record.config is None:
         return "no recorded config"
-    unknown = sorted(set(record.config) - set(heuristic) - {"num_warps", "num_stages"})
+    unknown = sorted(set(record.config) - set(heuristic) - set(OPTIONAL_KEYS))
     if unknown:
         return f"a recorded config with {', '.join(unknown)}, which a {kind} kernel does not take"
     return None

@@ -42,6 +42,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from xdsl.ir import Operation, SSAValue
+
+from dnnc.backends.triton import tma
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.backends.triton.ops import is_channelwise, is_pixelwise_conv, reads_channels_last
@@ -52,6 +55,7 @@ from dnnc.backends.triton.skeleton import (
     KernelSource,
     anchor_axes,
     assemble,
+    gathers,
     index_type,
     largest_tensor,
     launch_options,
@@ -62,7 +66,7 @@ from dnnc.backends.triton.skeleton import (
 )
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
-from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
+from dnnc.ir.types import describe, element_name, element_of, is_float, numel, shape_of
 
 LOG2_E = 1.4426950408889634
 """Attention keeps its scores in base 2: ``exp(x) = exp2(x * log2(e))``."""
@@ -143,23 +147,33 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     assert op is not None
     if is_channelwise(op):
         return _channelwise_conv(info, config, interpret)
+    tma_operands = None
+    if config.get("TMA"):
+        tma_operands = tma.operands(op, info.group)
+        if tma_operands is None or gathers(info.group):
+            raise CodegenError(f"{op.name}: TMA tiles need float16/bfloat16 operands that are row-major matrices in memory")
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
         anchor_axes(info, y)
     em = KernelEmitter(pointers, interpret)
     elem = element_name(element_of(op.results[0]))
-    em.line("pid_m = tl.program_id(0)")
-    em.line("pid_n = tl.program_id(1)")
-    em.line("pid_b = tl.program_id(2)")
+    bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    m, n, batch = _product_sizes(op)
+    if tma_operands is None:
+        grid = (math.ceil(m / bm), math.ceil(n / bn), batch)
+        em.line("pid_m = tl.program_id(0)")
+        em.line("pid_n = tl.program_id(1)")
+        em.line("pid_b = tl.program_id(2)")
+    else:
+        grid = (_grouped_order(em, math.ceil(m / bm), math.ceil(n / bn)), 1, 1)
     em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     em.line("rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
     if isinstance(op, tcp.Conv2dOp):
         m, n, k, batch, a_at, b_at, out_dims = _conv_geometry(op, em)
     else:
         lhs, rhs = shape_of(op.lhs), shape_of(op.rhs)
-        m, k, n = lhs[-2], lhs[-1], rhs[-1]
-        batch = lhs[0] if len(lhs) == 3 else 1
+        k = lhs[-1]
         lead = ["pid_b"] if len(lhs) == 3 else []
 
         def a_at(ka: str) -> tuple[Index, str]:
@@ -174,19 +188,12 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     # operands go to the interpreter's dot as float32 (its bfloat16 dot is wrong in 3.9).
     precision = ', input_precision="ieee"' if elem == "f32" or (interpret and elem == "bf16") else ""
     upcast = interpret and elem == "bf16"
+    descriptors: list[tma.TileDescriptor] = []
     with em.block(f"for k0 in range(0, {k}, BLOCK_K):"):
-        em.line("ka = k0 + tl.arange(0, BLOCK_K)[None, :]")
-        em.line("kb = k0 + tl.arange(0, BLOCK_K)[:, None]")
-        with em.tiled("(BLOCK_M, BLOCK_K)"):
-            ia, inside = a_at("ka")
-            em.line(f"amask = (rm < {m}) & (ka < {k}){inside}")
-            a = em.value(op.operands[0], ia, "amask")
-            a = em.let(f"tl.where(amask, {a}, 0.0).to({TL_TYPES[elem]})", "a")
-        with em.tiled("(BLOCK_K, BLOCK_N)"):
-            ib = b_at("kb")
-            em.line(f"bmask = (kb < {k}) & (rn < {n})")
-            b = em.value(op.operands[1], ib, "bmask")
-            b = em.let(f"tl.where(bmask, {b}, 0.0).to({TL_TYPES[elem]})", "b")
+        if tma_operands is not None:
+            a, b = _tma_operand_tiles(em, info, tma_operands, signature, descriptors, (bm, bn, bk))
+        else:
+            a, b = _pointer_operand_tiles(em, op, (m, n, k), elem, a_at, b_at)
         if upcast:
             a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
         em.line(f"acc += tl.dot({a}, {b}{precision})")
@@ -194,10 +201,135 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     out_ix = Index(out_shape, dims=tuple(out_dims))
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.tile = "(BLOCK_M, BLOCK_N)"
-    store_outputs(em, info, outs, out_ix, "cmask")
-    bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    tile_store = None
+    if tma_operands is not None:
+        tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))
+    store_outputs(em, info, outs, out_ix, "cmask", tile_store)
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
-    return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(n / bn), batch), launch_options(config))
+    source = KernelSource(info.kind, name, text, signature, grid, launch_options(config), tuple(descriptors))
+    if tma_operands is not None:
+        source.fallback = _product(info, {key: v for key, v in config.items() if key != "TMA"}, interpret)
+    return source
+
+
+def _product_sizes(op: Operation) -> tuple[int, int, int]:
+    """Rows, columns and batch (a convolution's groups) of a product's output."""
+    if isinstance(op, tcp.Conv2dOp):
+        nb, o, ho, wo = shape_of(op.results[0])
+        groups = scalar(op.groups)
+        return nb * ho * wo, o // groups, groups
+    lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
+    return lhs[-2], rhs[-1], lhs[0] if len(lhs) == 3 else 1
+
+
+GROUP_M = 8
+"""Row tiles a TMA product walks down before moving to the next column tile: the
+programs running at once share their left operand's rows and their right operand's
+columns in L2."""
+
+
+def _grouped_order(em: KernelEmitter, tiles_m: int, tiles_n: int) -> int:
+    """Program ids in groups of ``GROUP_M`` row tiles, column tiles within a group;
+    returns the program count."""
+    per_group = GROUP_M * tiles_n
+    em.line("pid = tl.program_id(0)")
+    em.line(f"first_m = (pid // {per_group}) * {GROUP_M}")
+    em.line(f"rows_m = tl.minimum({tiles_m} - first_m, {GROUP_M})")
+    em.line(f"pid_m = first_m + (pid % {per_group}) % rows_m")
+    em.line(f"pid_n = (pid % {per_group}) // rows_m")
+    em.line("pid_b = 0")
+    return tiles_m * tiles_n
+
+
+def _pointer_operand_tiles(
+    em: KernelEmitter, op: Operation, sizes: tuple[int, int, int], elem: str, a_at: Callable, b_at: Callable
+) -> tuple[str, str]:
+    """The K step's operand tiles evaluated through the emitter (prologues fuse into them)."""
+    m, n, k = sizes
+    em.line("ka = k0 + tl.arange(0, BLOCK_K)[None, :]")
+    em.line("kb = k0 + tl.arange(0, BLOCK_K)[:, None]")
+    with em.tiled("(BLOCK_M, BLOCK_K)"):
+        ia, inside = a_at("ka")
+        em.line(f"amask = (rm < {m}) & (ka < {k}){inside}")
+        a = em.value(op.operands[0], ia, "amask")
+        a = em.let(f"tl.where(amask, {a}, 0.0).to({TL_TYPES[elem]})", "a")
+    with em.tiled("(BLOCK_K, BLOCK_N)"):
+        ib = b_at("kb")
+        em.line(f"bmask = (kb < {k}) & (rn < {n})")
+        b = em.value(op.operands[1], ib, "bmask")
+        b = em.let(f"tl.where(bmask, {b}, 0.0).to({TL_TYPES[elem]})", "b")
+    return a, b
+
+
+def _descriptor(signature: dict[str, str], descriptors: list, param: str, v: SSAValue, tensor: int, shape, block) -> str:
+    if param not in signature:
+        signature[param] = tma.descriptor_type(v, block)
+        descriptors.append(tma.TileDescriptor(param, tensor, tuple(shape), tuple(block)))
+    return param
+
+
+def _tma_operand_tiles(
+    em: KernelEmitter,
+    info: GroupInfo,
+    operands: tuple,
+    signature: dict[str, str],
+    descriptors: list,
+    blocks: tuple[int, int, int],
+) -> tuple[str, str]:
+    """The K step's operand tiles loaded through TMA: ``BLOCK_M x BLOCK_K`` of the left
+    operand, ``BLOCK_K x BLOCK_N`` of the right one, each read from its matrix as that
+    matrix runs (K along columns or rows) and transposed in registers where it runs the
+    other way."""
+    bm, bn, bk = blocks
+    args = list(info.group.body.block.args)
+    tiles = []
+    for operand, extent, corner, left in (
+        (operands[0], bm, "pid_m * BLOCK_M", True),
+        (operands[1], bn, "pid_n * BLOCK_N", False),
+    ):
+        i = args.index(operand.arg)
+        block = (extent, bk) if operand.k_inner else (bk, extent)
+        desc = _descriptor(signature, descriptors, f"in{i}_tile", operand.arg, i, operand.shape, block)
+        where = f"[{corner}, k0]" if operand.k_inner else f"[k0, {corner}]"
+        tile = em.let(f"{desc}.load({where})", "a" if left else "b")
+        if operand.k_inner != left:  # a K x M left tile, an N x K right one
+            tile = em.let(f"{tile}.T", "a" if left else "b")
+        tiles.append(tile)
+    return tiles[0], tiles[1]
+
+
+def _tma_epilogue(
+    em: KernelEmitter, info: GroupInfo, outs: list[str], signature: dict[str, str], descriptors: list, blocks: tuple[int, int]
+):
+    """Makes the epilogue read output-shaped block arguments at the tile's own positions
+    (a residual) and store outputs at them through TMA; returns the store for
+    ``store_outputs``."""
+    assert info.anchor is not None
+    shape, dims = tma.output_tile(info.anchor)
+    tile_ix = Index(shape, dims=dims)
+    args = list(info.group.body.block.args)
+    corner = "[pid_m * BLOCK_M, pid_n * BLOCK_N]"
+
+    def read(v: SSAValue, ix: Index) -> str | None:
+        matrix = tma.tile_matrix(shape, v)
+        if ix != tile_ix or shape_of(v) != shape or matrix is None or v not in args:
+            return None
+        i = args.index(v)
+        desc = _descriptor(signature, descriptors, f"in{i}_tile", v, i, matrix, blocks)
+        tile = f"{desc}.load({corner})"
+        return em.let(f"{tile}.to(tl.float32)" if is_float(element_of(v)) else tile, "x")
+
+    def store(i: int, y: SSAValue, ix: Index) -> bool:
+        matrix = tma.tile_matrix(shape, y)
+        if ix != tile_ix or shape_of(y) != shape or matrix is None:
+            return False
+        value = em.value(y, ix, "cmask")
+        desc = _descriptor(signature, descriptors, f"{outs[i]}_tile", y, len(args) + i, matrix, blocks)
+        em.line(f"{desc}.store({corner}, {value}.to({TL_TYPES[element_name(element_of(y))]}))")
+        return True
+
+    em.tile_reads = read
+    return store
 
 
 def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:

@@ -20,10 +20,11 @@ import torch
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import candidates, launch_bound_pair
+from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.skeleton import INDEX_FLAG
+from dnnc.backends.triton.tma import TileDescriptor
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import InputError
 from dnnc.ir import tcp
@@ -56,7 +57,9 @@ class TritonKernel:
         )
         """Where a kernel that gathers marks an index out of range (its last argument);
         the executor may point it into a buffer it reads after each call."""
-        self._n_params = len(source.signature) - (self.index_flag is not None)
+        self._n_params = source.tensors - (self.index_flag is not None)
+        self._descriptors = source.descriptors
+        self._fallback: TritonKernel | None = None
         self._capability = capability
         if capability is None:
             self._fn = compiler.load(source)
@@ -77,15 +80,46 @@ class TritonKernel:
                 f"Triton {self.kind} kernel takes {self._n_params} tensors, got {len(inputs)} inputs and {len(outputs)} outputs"
             )
         args = (*inputs, *outputs) if self.index_flag is None else (*inputs, *outputs, self.index_flag)
+        tiles: list[Any] = []
+        if self._descriptors:
+            found = tile_descriptors(self._descriptors, args)
+            if found is None:
+                self._pointer_kernel().launch(inputs, outputs)
+                return
+            tiles = found
         if self._fn is not None:
-            self._fn[self.grid](*args)
+            self._fn[self.grid](*args, *tiles)
             return
         kernel = self._aligned
         if any(t.data_ptr() % 16 for t in args):
             if self._unaligned is None:
                 self._unaligned = compiler.compile_for(self.source, compiler.cuda_target(self._capability), aligned=False)
             kernel = self._unaligned
-        kernel[self.grid](*args)
+        kernel[self.grid](*args, *tiles)
+
+    def _pointer_kernel(self) -> TritonKernel:
+        """The same config with pointer tiles, for tensors TMA cannot take (compiled on first use)."""
+        if self._fallback is None:
+            assert self.source.fallback is not None, "a kernel with TMA descriptors carries its pointer form"
+            self._fallback = TritonKernel(self.source.fallback, self.device, self._capability, self.config)
+        return self._fallback
+
+
+def tile_descriptors(descriptors: Sequence[TileDescriptor], tensors: Sequence[torch.Tensor]) -> list[Any] | None:
+    """A ``TensorDescriptor`` per TMA parameter over its tensor seen as a row-major
+    matrix, or None where a tensor's address is not 16-byte aligned (TMA needs that;
+    torch's allocations are, a view into another tensor may not be). Triton's launcher
+    encodes them into the kernel's parameters at each launch, so a CUDA graph captures
+    the addresses of that launch's tensors."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    tiles = []
+    for d in descriptors:
+        t = tensors[d.tensor]
+        if t.data_ptr() % 16 or not t.is_contiguous():
+            return None
+        tiles.append(TensorDescriptor(t, list(d.shape), [d.shape[1], 1], list(d.block)))
+    return tiles
 
 
 def kernel_record(source: KernelSource, config: dict[str, int], capability: int | None) -> dict[str, Any]:
@@ -112,7 +146,7 @@ def records_for_target(groups: Sequence[tuple[int, tcp.IsolatedGroupOp]], capabi
     built = []
     for ordinal, group in groups:
         info = GroupInfo.of(group)
-        config = spec_or_candidates(info)[0]
+        config = spec_or_candidates(info, capability)[0]
         try:
             built.append((ordinal, generate(group, config, info=info), config))
         except Exception as e:
@@ -173,8 +207,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
         return TritonKernel(generate(group, config, interpret=True), device, None, config)
     if device.type != "cuda":
         raise CodegenError(f"Triton kernels run on CUDA devices (or on the CPU under TRITON_INTERPRET=1), not on {device}")
-    major, minor = torch.cuda.get_device_capability(device)
-    capability = major * 10 + minor
+    capability = _capability(device)
     configs = configs_to_time(group, info, device)
     if len(configs) == 1:
         return TritonKernel(generate(group, configs[0], info=info), device, capability, configs[0])
@@ -213,7 +246,7 @@ def configs_to_time(group: tcp.IsolatedGroupOp, info: GroupInfo, device: torch.d
     batch 2, on an H200, the faster of those two was within 1.1% of the best of all
     in summed kernel time, at 290 of 609 configs timed, where the first alone was 9%
     slower); the first alone without autotuning."""
-    configs = spec_or_candidates(info)
+    configs = spec_or_candidates(info, _capability(device))
     if len(configs) == 1 or not knobs.get().autotune:
         return configs[:1]
     if launch_bound(group, device):
@@ -221,20 +254,27 @@ def configs_to_time(group: tcp.IsolatedGroupOp, info: GroupInfo, device: torch.d
     return configs
 
 
-def spec_or_candidates(info: GroupInfo) -> list[dict[str, int]]:
+def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[dict[str, int]]:
     """The configs to try: the one a tuning spec put on an op of the group (over the
-    first heuristic config, so every key the kind needs is there), else the heuristics'."""
-    configs = candidates(info)
+    first heuristic config without GPU-specific keys, so every key the kind needs is
+    there and a spec's record means what it meant where it was tuned), else the
+    heuristics' for ``sm_<capability>``."""
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen:
-        return configs
+        return candidates(info, capability)
+    base = candidates(info)[0]
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
-    unknown = sorted(set(spec) - set(configs[0]) - {"num_warps", "num_stages"})
+    unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
     if unknown:
         raise CodegenError(
-            f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(configs[0])}"
+            f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
         )
-    return [{**configs[0], **spec}]
+    return [{**base, **spec}]
+
+
+def _capability(device: torch.device) -> int:
+    major, minor = torch.cuda.get_device_capability(device)
+    return major * 10 + minor
 
 
 def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.device | str) -> int:
@@ -245,7 +285,6 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
     device = torch.device(device)
     if compiler.interpreting() or device.type != "cuda":
         return 0
-    major, minor = torch.cuda.get_device_capability(device)
     sources: list[KernelSource | None] = []
     for group in groups:
         info = GroupInfo.of(group)
@@ -256,7 +295,7 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
         chosen = _known_choice(_choice_key(group, device, configs, info), configs)
         picked = configs if chosen is None else [configs[chosen]]
         sources += [_generated(group, config, info) for config in picked]
-    return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(major * 10 + minor))
+    return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(_capability(device)))
 
 
 def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]], info: GroupInfo) -> str:

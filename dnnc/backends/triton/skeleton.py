@@ -5,12 +5,14 @@ parameter names, stores, the launch options)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Index, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
+from dnnc.backends.triton.tma import TileDescriptor
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints
 from dnnc.ir.text import print_ir
@@ -29,6 +31,21 @@ class KernelSource:
     grid: tuple[int, int, int]
     options: dict[str, int] = field(default_factory=dict)
     """``num_warps`` / ``num_stages`` for ``triton.compile`` and launches."""
+    descriptors: tuple[TileDescriptor, ...] = field(default=(), compare=False)
+    """The ``tensordesc`` parameters (after the pointers) and the tensors they cover,
+    which the launch encodes: implied by the text and signature, so not compared."""
+    fallback: KernelSource | None = field(default=None, compare=False, repr=False)
+    """The same config with pointer tiles, for a launch whose tensors TMA cannot take."""
+
+    @property
+    def tensors(self) -> int:
+        """How many tensors a launch passes (the pointer parameters)."""
+        return tensor_params(self.signature)
+
+
+def tensor_params(signature: dict[str, str]) -> int:
+    """The pointer parameters of a kernel signature: one per tensor a launch passes."""
+    return sum(1 for t in signature.values() if t.startswith("*"))
 
 
 @dataclass
@@ -163,17 +180,26 @@ def anchor_axes(info: GroupInfo, y: SSAValue) -> tuple[int, ...]:
     return tuple(axes)
 
 
-def store_outputs(em: KernelEmitter, info: GroupInfo, outs: list[str], anchor_ix: Index, mask: str) -> None:
+def store_outputs(
+    em: KernelEmitter, info: GroupInfo, outs: list[str], anchor_ix: Index, mask: str, tile_store: TileStore | None = None
+) -> None:
     """Stores every output of a product group from the tile computed at ``anchor_ix``
     (one expression per axis of the anchor's result), each at its own positions: those
-    of the anchor's axes, permuted as the output's transposes permute them."""
+    of the anchor's axes, permuted as the output's transposes permute them.
+    ``tile_store`` stores an output whole where it can (through TMA) and says so."""
     assert anchor_ix.dims is not None
     offsets: dict[Index, str] = {}
-    for y, out in zip(info.outputs, outs):
+    for i, (y, out) in enumerate(zip(info.outputs, outs)):
         ix = Index(shape_of(y), dims=tuple(anchor_ix.dims[a] for a in anchor_axes(info, y)))
+        if tile_store is not None and tile_store(i, y, ix):
+            continue
         if ix not in offsets:
             offsets[ix] = em.let(f"tl.broadcast_to({em.flat(ix)}, {em.tile})", "offs")
         store_output(em, out, y, em.value(y, ix, mask), offsets[ix], mask)
+
+
+TileStore = Callable[[int, SSAValue, Index], bool]
+"""(output number, output value, its positions) -> whether it was stored as a tile."""
 
 
 def index_type(total: int) -> str:

@@ -1,0 +1,53 @@
+// RUN: %dnnc opt %s -p triton-channels-last-boundary | %filecheck %s
+// RUN: %dnnc opt %s -p triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-fuse,dce | %filecheck %s --check-prefix=ALONE
+
+// A Triton 1x1 convolution with its residual, as the partitioner extracts it to time it:
+// its 4-D arguments and result become channels-last, with transposes at the edge.
+// CHECK-LABEL: func.func @residual
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>, %[[R:.*]]: tensor<2x5x5x16xf16>) -> tensor<2x5x5x16xf16>
+// CHECK-NEXT:    %[[XN:.*]] = tcp.transpose %[[X]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// CHECK-NEXT:    %[[RN:.*]] = tcp.transpose %[[R]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x16xf16> -> tensor<2x16x5x5xf16>
+// CHECK:         tcp.conv2d %[[XN]], %{{.*}} {dnnc.part = 0 : i64
+// CHECK:         tcp.add %{{.*}}, %[[RN]] {dnnc.part = 0 : i64}
+// CHECK:         %[[Y:.*]] = tcp.clamp
+// CHECK-NEXT:    %[[YN:.*]] = tcp.transpose %[[Y]] {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x5x5xf16> -> tensor<2x5x5x16xf16>
+// CHECK-NEXT:    func.return %[[YN]] : tensor<2x5x5x16xf16>
+
+// Lowered as the whole program lowers it, the transposes at the edge cancel: one kernel
+// reads the NHWC input and residual and stores NHWC, as it will between cuDNN convolutions.
+// ALONE-LABEL: func.func @residual
+// ALONE-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>, %[[R:.*]]: tensor<2x5x5x16xf16>)
+// ALONE:         %[[G:.*]] = tcp.isolated_group(%[[X]], %{{.*}}, %{{.*}}, %[[R]]) {backend = "triton", kind = "conv2d"}
+// ALONE:           tcp.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// ALONE:           tcp.transpose %{{.*}} {dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>}
+// ALONE:           tcp.yield %{{.*}} : tensor<2x5x5x16xf16>
+// ALONE-NOT:     tcp.transpose
+// ALONE:         func.return %[[G]] : tensor<2x5x5x16xf16>
+func.func @residual(%x: tensor<2x8x5x5xf16>, %r: tensor<2x16x5x5xf16>) -> tensor<2x16x5x5xf16> {
+  %w = tcp.param @w : tensor<16x8x1x1xf16>
+  %b = tcp.param @b : tensor<1x16x1x1xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<16x8x1x1xf16>) -> tensor<2x16x5x5xf16>
+  %bb = tcp.broadcast %b {dnnc.part = 0 : i64} : tensor<1x16x1x1xf16> to tensor<2x16x5x5xf16>
+  %a = tcp.add %c, %bb {dnnc.part = 0 : i64} : tensor<2x16x5x5xf16>
+  %s = tcp.add %a, %r {dnnc.part = 0 : i64} : tensor<2x16x5x5xf16>
+  %y = tcp.clamp %s {dnnc.part = 0 : i64, min = 0.0 : f64} : tensor<2x16x5x5xf16>
+  func.return %y : tensor<2x16x5x5xf16>
+}
+
+// Without a 1x1 convolution (a 3x3 one), and on one pixel per image, the program is left as it is.
+// CHECK-LABEL: func.func @spatial
+// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16>
+// CHECK-NOT:     tcp.transpose
+func.func @spatial(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @w3 : tensor<8x8x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %c : tensor<2x8x5x5xf16>
+}
+
+// CHECK-LABEL: func.func @one_pixel
+// CHECK-NOT:     tcp.transpose
+func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
+  %w = tcp.param @w1 : tensor<4x8x1x1xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x1x1xf16>, tensor<4x8x1x1xf16>) -> tensor<2x4x1x1xf16>
+  func.return %c : tensor<2x4x1x1xf16>
+}
