@@ -1,0 +1,182 @@
+"""A 1x1 convolution as a GEMM with its bias + residual + ReLU epilogue, in hand-written
+Triton kernels of three tile strategies, against cuDNN's convolution and cuBLAS's GEMM
+without the epilogue: what ``backends/triton/tma.py`` was chosen on.
+
+Shapes are ResNet-50's residual 1x1 convolutions (pixels x channels, NHWC) at batch 128
+(stages 1-4) and 32. Strategies: ``ptr`` (pointer tiles, as the generated kernels had;
+``g8``: row tiles in groups of eight for L2 reuse), ``tma`` (TMA descriptors for the
+operands, the residual and the output, one program per tile) and ``pers1``/``pers2``
+(TMA, persistent: one or two programs per SM looping over tiles). Every kernel's result is
+checked against float32 first. Run on the GPU: ``python bench/gemm_tile_probe.py``; writes
+``$OUT/gemm.json`` (default /tmp)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+SHAPES = {
+    "s1": (128 * 56 * 56, 256, 64),
+    "s2": (128 * 28 * 28, 512, 128),
+    "s3": (128 * 14 * 14, 1024, 256),
+    "s4": (128 * 7 * 7, 2048, 512),
+    "s3b32": (32 * 14 * 14, 1024, 256),
+    "s1b32": (32 * 56 * 56, 256, 64),
+}
+"""(M pixels, N output channels, K input channels) per stage, batch 128 unless named."""
+TILES = [
+    (64, 128, 64, 4, 3),
+    (128, 128, 64, 8, 3),
+    (128, 128, 64, 4, 3),
+    (128, 256, 64, 8, 3),
+    (256, 128, 64, 8, 3),
+    (128, 64, 64, 4, 3),
+]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
+
+
+@triton.jit
+def _grouped(t, tm, tn, GROUP: tl.constexpr):
+    per = GROUP * tn
+    first = (t // per) * GROUP
+    size = min(tm - first, GROUP)
+    return first + (t % per) % size, (t % per) // size
+
+
+@triton.jit
+def pointer_tiles(
+    x, w, b, r, o, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
+):
+    pid = tl.program_id(0)
+    tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    if GROUP > 0:
+        pm, pn = _grouped(pid, tm, tn, GROUP)
+    else:
+        pm, pn = pid % tm, pid // tm
+    rm = pm * BM + tl.arange(0, BM)[:, None]
+    rn = pn * BN + tl.arange(0, BN)[None, :]
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, BK):
+        ka = k0 + tl.arange(0, BK)[None, :]
+        kb = k0 + tl.arange(0, BK)[:, None]
+        a = tl.load(x + rm * K + ka, mask=(rm < M) & (ka < K), other=0.0)
+        wt = tl.load(w + rn * K + kb, mask=(kb < K) & (rn < N), other=0.0)
+        acc += tl.dot(a, wt)
+    inside = (rm < M) & (rn < N)
+    y = (
+        acc
+        + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)
+        + tl.load(r + rm * N + rn, mask=inside, other=0.0).to(tl.float32)
+    )
+    tl.store(o + rm * N + rn, tl.maximum(y, 0.0).to(tl.float16), mask=inside)
+
+
+@triton.jit
+def _tma_tile(xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, BK):
+        acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
+    rn = pn * BN + tl.arange(0, BN)
+    y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :] + rd.load([pm * BM, pn * BN]).to(tl.float32)
+    od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
+
+
+@triton.jit
+def tma_tiles(
+    xd, wd, b, rd, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
+):
+    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
+
+
+@triton.jit
+def persistent_tma(
+    xd,
+    wd,
+    b,
+    rd,
+    od,
+    M,
+    N,
+    K: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+):
+    tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), tm * tn, PROGRAMS, flatten=True):
+        pm, pn = _grouped(t, tm, tn, GROUP)
+        _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
+
+
+def _time(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=10, rep=50) * 1e3
+
+
+def probe(m: int, n: int, k: int, sms: int) -> dict:
+    torch.manual_seed(0)
+    x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
+    b = torch.randn(n, device="cuda", dtype=torch.float16)
+    r = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    o = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    want = torch.relu(x.float() @ w.float().T + b.float() + r.float())
+    moved = (m * k + n * k + 2 * m * n) * 2
+    row = {"M": m, "N": n, "K": k, "mb": moved / 1e6}
+    conv_input = x.view(-1, 1, 1, k).permute(0, 3, 1, 2)  # NCHW view of the NHWC rows
+    row["cudnn_conv_us"] = _time(lambda: torch.nn.functional.conv2d(conv_input, w.view(n, k, 1, 1)))
+    row["cublas_mm_us"] = _time(lambda: torch.mm(x, w.T))
+    kernels: dict[str, float | str] = {}
+
+    def run(tag: str, kernel, programs: int, *args, **options) -> None:
+        def fn() -> None:
+            kernel[(programs,)](*args, **options)
+
+        try:
+            o.zero_()
+            fn()
+            torch.cuda.synchronize()
+            err = (o.float() - want).abs().max().item()
+            kernels[tag] = round(_time(fn), 2) if err <= 0.05 * want.abs().max().item() else f"wrong by {err}"
+        except Exception as e:  # a tile that does not fit shared memory
+            kernels[tag] = f"error: {str(e)[:200]}"
+
+    for bm, bn, bk, warps, stages in TILES:
+        bn, bk = min(bn, n), min(bk, k)
+        tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+        name = f"{bm}x{bn}x{bk}_w{warps}s{stages}"
+        launch = {"num_warps": warps, "num_stages": stages}
+        for group in (0, 8) if (bm, bn, warps) == (64, 128, 4) else (8,):
+            run(f"ptr_{name}_g{group}", pointer_tiles, tiles, x, w, b, r, o, m, n, k, bm, bn, bk, group, **launch)
+        xd, wd = TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk])
+        rd, od = TensorDescriptor.from_tensor(r, [bm, bn]), TensorDescriptor.from_tensor(o, [bm, bn])
+        run(f"tma_{name}", tma_tiles, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
+        for per_sm in (1, 2):
+            programs = min(tiles, sms * per_sm)
+            run(f"pers{per_sm}_{name}", persistent_tma, programs, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, programs, **launch)
+    row["triton"] = kernels
+    timed = [(v, tag) for tag, v in kernels.items() if isinstance(v, float)]
+    row["best"] = min(timed) if timed else None
+    return row
+
+
+def main() -> None:
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    out: dict = {name: probe(*shape, sms) for name, shape in SHAPES.items()}
+    for name, row in out.items():
+        print(name, {k: v for k, v in row.items() if k != "triton"}, flush=True)
+    out["device"] = torch.cuda.get_device_name()
+    out["versions"] = {"torch": torch.__version__, "triton": triton.__version__}
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), "gemm.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
