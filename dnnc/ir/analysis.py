@@ -10,7 +10,7 @@ from xdsl.traits import IsTerminator
 
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints
-from dnnc.ir.types import numel
+from dnnc.ir.types import numel, shape_of
 
 SOURCE_OPS = tcp.SOURCE_OPS
 
@@ -87,6 +87,16 @@ def splat_value(value: SSAValue) -> float | int | None:
     while isinstance(owner, tcp.BroadcastOp | tcp.ReshapeOp | tcp.CastOp):
         owner = owner.input.owner
     return owner.scalar if isinstance(owner, tcp.ConstantOp) else None  # type: ignore[return-value]
+
+
+def is_pixelwise_conv(op: object) -> bool:
+    """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
+    so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
+    contiguous in an NHWC tensor as in an NCHW one."""
+    if not isinstance(op, tcp.Conv2dOp):
+        return False
+    _, _, kh, kw = shape_of(op.weight)
+    return (kh, kw) == (1, 1) and tuple(ints(op.stride)) == (1, 1) and not any(ints(op.padding))
 
 
 def has_one_use(value: SSAValue) -> bool:

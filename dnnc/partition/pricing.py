@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 import torch
 
 from dnnc import knobs, progress
-from dnnc.backends.triton.ops import is_pixelwise_conv
 from dnnc.errors import DnncError
+from dnnc.ir.analysis import is_pixelwise_conv
 from dnnc.ir.work import work_of
 from dnnc.partition import memo
 from dnnc.partition.backends import BACKENDS

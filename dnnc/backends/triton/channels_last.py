@@ -28,9 +28,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.triton.fusion import PART_ATTR
-from dnnc.backends.triton.ops import is_pixelwise_conv
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_pixelwise_conv
 from dnnc.ir.attrs import i64_array, scalar
 from dnnc.ir.types import shape_of
 

@@ -47,7 +47,7 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.backends.triton import tma
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
-from dnnc.backends.triton.ops import is_channelwise, is_pixelwise_conv, reads_channels_last
+from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
@@ -65,6 +65,7 @@ from dnnc.backends.triton.skeleton import (
     store_outputs,
 )
 from dnnc.ir import tcp
+from dnnc.ir.analysis import is_pixelwise_conv
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import describe, element_name, element_of, is_float, numel, shape_of
 

@@ -1,11 +1,12 @@
 """Compiled groups as ``GroupKernel``s, and the choice among configs.
 
-``launch`` only checks the tensor count and enqueues: Triton's launcher runs on
-torch's current CUDA stream, takes caller-allocated outputs and never
-synchronizes, so a launch can be captured in a CUDA graph once the kernel is
-loaded (``compile_group`` loads it, so capture never compiles). The only lazy path
-is a tensor whose address is not 16-byte aligned, which gets a kernel compiled
-without alignment hints on first use.
+``launch`` only checks the tensor count, builds the TMA descriptors a kernel takes
+(``tile_descriptors``) and enqueues: Triton's launcher runs on torch's current CUDA
+stream, takes caller-allocated outputs and never synchronizes, so a launch can be
+captured in a CUDA graph once the kernel is loaded (``compile_group`` loads it, so
+capture never compiles). The only lazy paths are a tensor whose address is not
+16-byte aligned, which gets a kernel compiled without alignment hints on first use,
+and one TMA cannot take, which gets the config's pointer kernel.
 """
 
 from __future__ import annotations

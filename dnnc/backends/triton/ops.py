@@ -134,16 +134,6 @@ def is_channelwise(op: object) -> bool:
     return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
 
 
-def is_pixelwise_conv(op: object) -> bool:
-    """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
-    so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
-    contiguous in an NHWC tensor as in an NCHW one."""
-    if not isinstance(op, tcp.Conv2dOp):
-        return False
-    _, _, kh, kw = shape_of(op.weight)
-    return (kh, kw) == (1, 1) and tuple(ints(op.stride)) == (1, 1) and not any(ints(op.padding))
-
-
 def reads_channels_last(op: tcp.Conv2dOp) -> bool:
     """Whether the convolution's input is a channels-last tensor brought back to NCHW in
     its kernel (a transpose prologue): its channels are the contiguous axis in memory."""

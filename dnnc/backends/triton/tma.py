@@ -24,9 +24,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from dnnc.backends.triton.ops import is_pixelwise_conv
 from dnnc.ir import tcp
-from dnnc.ir.analysis import TO_NCHW
+from dnnc.ir.analysis import TO_NCHW, is_pixelwise_conv
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import element_name, element_of, shape_of, torch_dtype
 
