@@ -310,21 +310,27 @@ def _tma_epilogue(
     tile_ix = Index(shape, dims=dims)
     args = list(info.group.body.block.args)
     corner = "[pid_m * BLOCK_M, pid_n * BLOCK_N]"
+    taken: list[str] = []
+
+    def room() -> bool:
+        return len(taken) < tma.EPILOGUE_TILES
 
     def read(v: SSAValue, ix: Index) -> str | None:
         matrix = tma.tile_matrix(shape, v)
-        if ix != tile_ix or shape_of(v) != shape or matrix is None or v not in args:
+        if ix != tile_ix or shape_of(v) != shape or matrix is None or v not in args or not room():
             return None
         i = args.index(v)
+        taken.append(f"in{i}")
         desc = _descriptor(signature, descriptors, f"in{i}_tile", v, i, matrix, blocks)
         tile = f"{desc}.load({corner})"
         return em.let(f"{tile}.to(tl.float32)" if is_float(element_of(v)) else tile, "x")
 
     def store(i: int, y: SSAValue, ix: Index) -> bool:
         matrix = tma.tile_matrix(shape, y)
-        if ix != tile_ix or shape_of(y) != shape or matrix is None:
+        if ix != tile_ix or shape_of(y) != shape or matrix is None or not room():
             return False
         value = em.value(y, ix, "cmask")
+        taken.append(outs[i])
         desc = _descriptor(signature, descriptors, f"{outs[i]}_tile", y, len(args) + i, matrix, blocks)
         em.line(f"{desc}.store({corner}, {value}.to({TL_TYPES[element_name(element_of(y))]}))")
         return True

@@ -36,7 +36,13 @@ OPERAND_TYPES = ("f16", "bf16")
 """Operand types of TMA products: float32 products multiply exactly (no TF32) in
 pointer kernels, and tensor descriptors would round them to TF32."""
 
-DESCRIPTOR_TYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+DESCRIPTOR_TYPES = {"f16": "fp16", "bf16": "bf16"}
+
+EPILOGUE_TILES = 2
+"""Output-shaped tensors an epilogue moves through TMA (a residual and the output): each
+takes a ``BLOCK_M x BLOCK_N`` buffer of shared memory beside the operands' pipeline
+(96 KiB at 128 x 128 x 64 in three stages), so more would outgrow Hopper's 227 KiB;
+further ones are read and stored through pointers."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,8 @@ def output_tile(anchor: Operation) -> tuple[tuple[int, ...], tuple[str, ...]]:
 
 def tile_matrix(shape: tuple[int, ...], v: SSAValue) -> tuple[int, int] | None:
     """``shape`` (an output-shaped tensor) as the matrix its TMA descriptor covers, or None
-    where TMA cannot read its rows."""
+    where TMA cannot read its rows or it is not a float16 / bfloat16 tensor (a float32 tile
+    would double its buffer)."""
     if element_name(element_of(v)) not in DESCRIPTOR_TYPES:
         return None
     matrix = (math.prod(shape[:-1]), shape[-1])
