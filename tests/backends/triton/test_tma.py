@@ -67,7 +67,21 @@ TRANSPOSED_LEFT = """func.func @forward(%x: tensor<48x40xT>, %w: tensor<48x24xT>
 }"""
 """A ``K x M`` left operand and a ``K x N`` right one (the tiles transposed the other way)."""
 
-CASES = {"conv_residual": CONV_RESIDUAL, "linear": LINEAR, "transposed_left": TRANSPOSED_LEFT, "conv_nchw_out": CONV_NCHW_OUT}
+ONE_PIXEL = """func.func @forward(%x: tensor<80x16x1x1xT>, %w: tensor<24x16x1x1xT>) -> tensor<80x24x1x1xT> {
+  %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<80x16x1x1xT>, tensor<24x16x1x1xT>) -> tensor<80x24x1x1xT>
+  %g = tcp.sigmoid %c : tensor<80x24x1x1xT>
+  func.return %g : tensor<80x24x1x1xT>
+}"""
+"""A squeeze-excite FC as a 1x1 convolution on one pixel per image: its NCHW input is an
+images x channels matrix already."""
+
+CASES = {
+    "conv_residual": CONV_RESIDUAL,
+    "linear": LINEAR,
+    "transposed_left": TRANSPOSED_LEFT,
+    "conv_nchw_out": CONV_NCHW_OUT,
+    "one_pixel": ONE_PIXEL,
+}
 CONFIG = {"TMA": 1, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2}
 
 
