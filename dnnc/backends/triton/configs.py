@@ -15,10 +15,9 @@ import math
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
-from dnnc.backends.triton.skeleton import GroupInfo, gathers, pow2
+from dnnc.backends.triton.skeleton import GroupInfo, pow2, product_sizes
 from dnnc.backends.triton.tma import TMA_CAPABILITY, operands
 from dnnc.ir import tcp
-from dnnc.ir.attrs import scalar
 from dnnc.ir.types import element_of, numel, shape_of, torch_dtype
 
 MAX_ROW_TILE = 8192
@@ -251,10 +250,5 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         nb, o, ho, wo = shape_of(op.results[0])
         return channelwise(nb * ho * wo, o)
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
-    with_tma = with_tma and not gathers(info.group)
-    if isinstance(op, tcp.Conv2dOp):
-        o, cg, kh, kw = shape_of(op.weight)
-        nb, _, ho, wo = shape_of(op.results[0])
-        return product(nb * ho * wo, o // scalar(op.groups), cg * kh * kw, with_tma)
-    lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
-    return product(lhs[-2], rhs[-1], lhs[-1], with_tma)
+    m, n, k, _ = product_sizes(op)
+    return product(m, n, k, with_tma)

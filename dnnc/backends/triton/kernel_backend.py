@@ -108,12 +108,11 @@ def build(op: Operation, ordinal: int | None, context: BuildContext) -> GroupKer
 
 
 def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context: BuildContext) -> GroupKernel:
-    import torch
     import triton
 
     from dnnc.backends.triton.compiler import adopt, interpreting
     from dnnc.backends.triton.configs import candidates
-    from dnnc.backends.triton.launch import TritonKernel, compile_group
+    from dnnc.backends.triton.launch import TritonKernel, capability_of, compile_group
 
     info = GroupInfo.of(op)
     expected = len(op.body.block.args) + len(op.outputs) + gathers(op)  # a gathering kernel's index flag
@@ -141,8 +140,7 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
         warnings.warn(f"{what} (another dnnc version wrote it); running the generated one", ArtifactWarning, stacklevel=2)
     if interpret:
         return TritonKernel(regenerated, context.device, None, config)
-    major, minor = torch.cuda.get_device_capability(context.device)
-    capability = major * 10 + minor
+    capability = capability_of(context.device)
     compiled = record.compiled
     fits = compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}"
     if fits and not adopt(regenerated, capability, compiled):  # the source is compiled instead

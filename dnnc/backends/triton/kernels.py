@@ -53,14 +53,15 @@ from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
     GroupInfo,
     KernelSource,
+    TileDescriptor,
     anchor_axes,
     assemble,
-    gathers,
     index_type,
     largest_tensor,
     launch_options,
     pointer_names,
     pow2,
+    product_sizes,
     store_output,
     store_outputs,
 )
@@ -151,8 +152,10 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     tma_operands = None
     if config.get("TMA"):
         tma_operands = tma.operands(op, info.group)
-        if tma_operands is None or gathers(info.group):
-            raise CodegenError(f"{op.name}: TMA tiles need float16/bfloat16 operands that are row-major matrices in memory")
+        if tma_operands is None:
+            raise CodegenError(
+                f"{op.name}: TMA tiles need float16/bfloat16 operands that are row-major matrices in memory, in a group that gathers nothing"
+            )
     pointers, signature, outs = pointer_names(info)
     out_shape = shape_of(op.results[0])
     for y in info.outputs:
@@ -160,7 +163,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     em = KernelEmitter(pointers, interpret)
     elem = element_name(element_of(op.results[0]))
     bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
-    m, n, batch = _product_sizes(op)
+    m, n, k, batch = product_sizes(op)
     if tma_operands is None:
         grid = (math.ceil(m / bm), math.ceil(n / bn), batch)
         em.line("pid_m = tl.program_id(0)")
@@ -171,10 +174,9 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     em.line("rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
     if isinstance(op, tcp.Conv2dOp):
-        m, n, k, batch, a_at, b_at, out_dims = _conv_geometry(op, em)
+        a_at, b_at, out_dims = _conv_geometry(op, em)
     else:
         lhs, rhs = shape_of(op.lhs), shape_of(op.rhs)
-        k = lhs[-1]
         lead = ["pid_b"] if len(lhs) == 3 else []
 
         def a_at(ka: str) -> tuple[Index, str]:
@@ -189,7 +191,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     # operands go to the interpreter's dot as float32 (its bfloat16 dot is wrong in 3.9).
     precision = ', input_precision="ieee"' if elem == "f32" or (interpret and elem == "bf16") else ""
     upcast = interpret and elem == "bf16"
-    descriptors: list[tma.TileDescriptor] = []
+    descriptors: list[TileDescriptor] = []
     with em.block(f"for k0 in range(0, {k}, BLOCK_K):"):
         if tma_operands is not None:
             a, b = _tma_operand_tiles(em, info, tma_operands, signature, descriptors, (bm, bn, bk))
@@ -211,16 +213,6 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     if tma_operands is not None:
         source.fallback = _product(info, {key: v for key, v in config.items() if key != "TMA"}, interpret)
     return source
-
-
-def _product_sizes(op: Operation) -> tuple[int, int, int]:
-    """Rows, columns and batch (a convolution's groups) of a product's output."""
-    if isinstance(op, tcp.Conv2dOp):
-        nb, o, ho, wo = shape_of(op.results[0])
-        groups = scalar(op.groups)
-        return nb * ho * wo, o // groups, groups
-    lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
-    return lhs[-2], rhs[-1], lhs[0] if len(lhs) == 3 else 1
 
 
 GROUP_M = 8
@@ -265,7 +257,7 @@ def _pointer_operand_tiles(
 def _descriptor(signature: dict[str, str], descriptors: list, param: str, v: SSAValue, tensor: int, shape, block) -> str:
     if param not in signature:
         signature[param] = tma.descriptor_type(v, block)
-        descriptors.append(tma.TileDescriptor(param, tensor, tuple(shape), tuple(block)))
+        descriptors.append(TileDescriptor(param, tensor, tuple(shape), tuple(block)))
     return param
 
 
@@ -339,7 +331,7 @@ def _tma_epilogue(
     return store
 
 
-def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, int, Callable, Callable, tuple[str, ...]]:
+def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Callable, tuple[str, ...]]:
     """Implicit GEMM: rows are output pixels (n, ho, wo), columns output channels of
     one group (``pid_b``), K runs over (input channel of the group, kh, kw).
 
@@ -347,7 +339,7 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     the image), so an offset where they meet in row-major order is ``rm`` or ``p_i``
     again (``KernelEmitter.splits``): Triton then sees rows contiguous in an NCHW tensor
     and in an NHWC one, and vectorizes those loads and stores. A pixelwise convolution
-    (``ops.is_pixelwise_conv``) reads its input at the output's pixel, with no bounds
+    (``analysis.is_pixelwise_conv``) reads its input at the output's pixel, with no bounds
     test: it is a GEMM over those contiguous rows. K runs over (kh, kw, channel) instead
     where the input is channels-last (``ops.reads_channels_last``): a 3x3 convolution of
     ResNet-50 at batch 128 read its NHWC input across channels 9 apart and ran 1.27 ms
@@ -360,7 +352,6 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
     sh, sw = ints(op.stride)
     top, _, left, _ = ints(op.padding)
     dh, dw = ints(op.dilation)
-    m, n, k = nb * ho * wo, og, cg * kh * kw
     pixelwise = is_pixelwise_conv(op)
     em.line(f"n_i = rm // {ho * wo}")
     em.line(f"p_i = rm % {ho * wo}")
@@ -396,7 +387,7 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[int, int, int, 
         kwi = em.let(col, "kwi")
         return Index((o, cg, kh, kw), dims=("o_i", kc, khi, kwi))
 
-    return m, n, k, groups, a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
+    return a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
 
 
 def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:

@@ -24,8 +24,7 @@ from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
-from dnnc.backends.triton.skeleton import INDEX_FLAG
-from dnnc.backends.triton.tma import TileDescriptor
+from dnnc.backends.triton.skeleton import INDEX_FLAG, TileDescriptor
 from dnnc.cache import ContentCache, content_key, environment
 from dnnc.errors import InputError
 from dnnc.ir import tcp
@@ -208,7 +207,7 @@ def compile_group(group: tcp.IsolatedGroupOp, device: torch.device | str) -> Tri
         return TritonKernel(generate(group, config, interpret=True), device, None, config)
     if device.type != "cuda":
         raise CodegenError(f"Triton kernels run on CUDA devices (or on the CPU under TRITON_INTERPRET=1), not on {device}")
-    capability = _capability(device)
+    capability = capability_of(device)
     configs = configs_to_time(group, info, device)
     if len(configs) == 1:
         return TritonKernel(generate(group, configs[0], info=info), device, capability, configs[0])
@@ -247,7 +246,7 @@ def configs_to_time(group: tcp.IsolatedGroupOp, info: GroupInfo, device: torch.d
     batch 2, on an H200, the faster of those two was within 1.1% of the best of all
     in summed kernel time, at 290 of 609 configs timed, where the first alone was 9%
     slower); the first alone without autotuning."""
-    configs = spec_or_candidates(info, _capability(device))
+    configs = spec_or_candidates(info, capability_of(device))
     if len(configs) == 1 or not knobs.get().autotune:
         return configs[:1]
     if launch_bound(group, device):
@@ -273,7 +272,8 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     return [{**base, **spec}]
 
 
-def _capability(device: torch.device) -> int:
+def capability_of(device: torch.device) -> int:
+    """The compute capability of ``device`` as one number (90 for sm_90)."""
     major, minor = torch.cuda.get_device_capability(device)
     return major * 10 + minor
 
@@ -296,7 +296,7 @@ def precompile_groups(groups: Sequence[tcp.IsolatedGroupOp], device: torch.devic
         chosen = _known_choice(_choice_key(group, device, configs, info), configs)
         picked = configs if chosen is None else [configs[chosen]]
         sources += [_generated(group, config, info) for config in picked]
-    return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(_capability(device)))
+    return compiler.precompile([s for s in sources if s is not None], compiler.cuda_target(capability_of(device)))
 
 
 def _choice_key(group: tcp.IsolatedGroupOp, device: torch.device, configs: list[dict[str, int]], info: GroupInfo) -> str:

@@ -12,13 +12,24 @@ from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Index, KernelEmitter, storage_type, yielded
 from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
-from dnnc.backends.triton.tma import TileDescriptor
 from dnnc.ir import tcp
-from dnnc.ir.attrs import ints
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.text import print_ir
 from dnnc.ir.types import describe, element_name, element_of, numel, shape_of
 
 INT32_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class TileDescriptor:
+    """A kernel parameter that is a TMA descriptor over one of the launch's tensors."""
+
+    param: str
+    tensor: int
+    """Position of the tensor among the launch's tensors (inputs, then outputs)."""
+    shape: tuple[int, int]
+    """The tensor as a row-major matrix (rows, columns)."""
+    block: tuple[int, int]
 
 
 @dataclass
@@ -39,13 +50,8 @@ class KernelSource:
 
     @property
     def tensors(self) -> int:
-        """How many tensors a launch passes (the pointer parameters)."""
-        return tensor_params(self.signature)
-
-
-def tensor_params(signature: dict[str, str]) -> int:
-    """The pointer parameters of a kernel signature: one per tensor a launch passes."""
-    return sum(1 for t in signature.values() if t.startswith("*"))
+        """How many tensors a launch passes: the pointer parameters."""
+        return sum(1 for t in self.signature.values() if t.startswith("*"))
 
 
 @dataclass
@@ -144,6 +150,19 @@ def assemble(info: GroupInfo, em: KernelEmitter, signature: dict[str, str], cons
     lines = header(info, name, constants)
     lines += ["", "", "@triton.jit", f"def {name}({', '.join(signature)}):", *em.lines, ""]
     return name, "\n".join(lines)
+
+
+def product_sizes(op: Operation) -> tuple[int, int, int, int]:
+    """(M, N, K, batch) of a product as a GEMM: a convolution's rows are its output
+    pixels, its columns the output channels of one group, K a group's input channels
+    times the window, its batch the groups."""
+    if isinstance(op, tcp.Conv2dOp):
+        nb, _, ho, wo = shape_of(op.results[0])
+        o, cg, kh, kw = shape_of(op.weight)
+        groups = int(scalar(op.groups))
+        return nb * ho * wo, o // groups, cg * kh * kw, groups
+    lhs, rhs = shape_of(op.operands[0]), shape_of(op.operands[1])
+    return lhs[-2], rhs[-1], lhs[-1], lhs[0] if len(lhs) == 3 else 1
 
 
 def store_output(em: KernelEmitter, out: str, y: SSAValue, value: str, offset: str, mask: str) -> None:

@@ -10,7 +10,7 @@ TMA too. On an H200 that took the 1x1 convolution + bias + residual + ReLU of
 ResNet-50's stages 2-4 at batch 128 from 91 / 57 / 42 us (the best pointer tiles) to
 82 / 49 / 37 us (``bench/gemm_tile_probe.py``, ``bench/results/gemm-tma-2026-11-27-h200.json``).
 
-The kernel takes a ``tensordesc`` parameter per such tensor (``TileDescriptor``), which
+The kernel takes a ``tensordesc`` parameter per such tensor (``skeleton.TileDescriptor``), which
 Triton's launcher encodes from a ``TensorDescriptor`` the launch builds over the
 tensor (``launch.TritonKernel``). TMA needs 16-byte-aligned rows and base addresses:
 shapes that have no such rows get pointer tiles here, and a launch on an unaligned base
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from dnnc.backends.triton.skeleton import gathers
 from dnnc.ir import tcp
 from dnnc.ir.analysis import TO_NCHW, is_pixelwise_conv
 from dnnc.ir.attrs import ints, scalar
@@ -43,18 +44,6 @@ EPILOGUE_TILES = 2
 takes a ``BLOCK_M x BLOCK_N`` buffer of shared memory beside the operands' pipeline
 (96 KiB at 128 x 128 x 64 in three stages), so more would outgrow Hopper's 227 KiB;
 further ones are read and stored through pointers."""
-
-
-@dataclass(frozen=True)
-class TileDescriptor:
-    """A kernel parameter that is a TMA descriptor over one of the launch's tensors."""
-
-    param: str
-    tensor: int
-    """Position of the tensor among the launch's tensors (inputs, then outputs)."""
-    shape: tuple[int, int]
-    """The tensor as a row-major matrix (rows, columns)."""
-    block: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -110,8 +99,13 @@ def _conv_input(op: tcp.Conv2dOp, group: tcp.IsolatedGroupOp) -> Operand | None:
 def operands(anchor: Operation | None, group: tcp.IsolatedGroupOp) -> tuple[Operand, Operand] | None:
     """The product's operands as TMA matrices (left ``M x K``-ish, right ``K x N``-ish),
     or None where either is not one: a 1x1 ungrouped convolution or a 2-D matmul of
-    float16 / bfloat16 block arguments, transposed or not, with rows TMA can read."""
-    if anchor is None or any(element_name(element_of(v)) not in OPERAND_TYPES for v in (*anchor.operands, anchor.results[0])):
+    float16 / bfloat16 block arguments, transposed or not, with rows TMA can read, in a
+    group that gathers nothing (a gathering kernel's index flag is its last parameter)."""
+    if (
+        anchor is None
+        or gathers(group)
+        or any(element_name(element_of(v)) not in OPERAND_TYPES for v in (*anchor.operands, anchor.results[0]))
+    ):
         return None
     if isinstance(anchor, tcp.Conv2dOp):
         if not is_pixelwise_conv(anchor) or scalar(anchor.groups) != 1:
