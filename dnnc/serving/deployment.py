@@ -95,14 +95,15 @@ class _Replica:
         # requests while it runs, and CUDA graphs are replayed from the thread that made them.
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="dnnc-model")
         started = time.perf_counter()
-        folder = tempfile.mkdtemp(prefix="dnnc-serve-")
-        path = Path(folder) / file_name
-        path.write_bytes(data)
-        self.model = self._worker.submit(_load, path, options).result()
-        self._worker.submit(self.model.warm_up).result()
+        # The artifact's bytes sit in a private folder only while it loads and warms up: the
+        # loader reads a path, and nothing of it stays on the replica's disk afterwards.
+        with tempfile.TemporaryDirectory(prefix="dnnc-serve-") as folder:
+            path = Path(folder) / file_name
+            path.write_bytes(data)
+            self.model = self._worker.submit(_load, path, options).result()
+            self._worker.submit(self.model.warm_up).result()
         self.load_s = time.perf_counter() - started
         self._replica = f"pid {os.getpid()}, devices {os.environ.get('CUDA_VISIBLE_DEVICES', 'all')}"
-        os.unlink(path)
         self._batched = serve.batch(max_batch_size=options.max_batch, batch_wait_timeout_s=options.max_delay_ms / 1e3)(
             self._run_batch
         )
