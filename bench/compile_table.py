@@ -76,8 +76,7 @@ def measure_in_child(workload: str, variant: str) -> dict[str, Any]:
     """Runs in the child: build the workload, its float32 reference, then compile, check and time ``variant``."""
     import torch
 
-    from bench.run import reference_output
-    from bench.suite.torch_variants import dnnc_variants, torch_variants
+    from bench.suite.torch_variants import dnnc_variants, reference_output, torch_variants
 
     model, inputs = WORKLOADS[workload].build()
     reference = reference_output(model, inputs)  # also starts CUDA, cuBLAS and cuDNN before any compile is timed

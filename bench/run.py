@@ -1,12 +1,16 @@
 """dnnc against its peers, in one run on one GPU.
 
-    python bench/run.py [--workloads resnet50-b32,gpt2-block] [--variants eager,graph,compile,dnnc,jax,jax-dnnc]
+    python bench/run.py [--workloads resnet50-b32,gpt2-block]
+                        [--variants eager,graph,compile,compile-max,dnnc,jax,jax-dnnc]
                         [--policies auto,cudnn-only,triton-only] [--out DIR] [--no-update]
 
 For every workload (``bench/suite/workloads.py``): the float32 reference, then
 PyTorch eager, eager in one CUDA graph, torch.compile (``mode="reduce-overhead"``:
-Inductor and CUDA graphs, freezing), dnnc under each partition policy, JAX/XLA (the same network in ``jax.lax``, in its
-own process) and that JAX network compiled by dnnc from its StableHLO (``jax-dnnc``). Every variant's output is checked against the reference before it
+Inductor and CUDA graphs, freezing), dnnc under each partition policy, JAX/XLA (the
+same network in ``jax.lax``, in its own process) and that JAX network compiled by dnnc
+from its StableHLO (``jax-dnnc``). ``compile-max``, only when named, adds torch.compile
+``mode="max-autotune"`` (its own process; a peer where it compiles within five
+minutes). Every variant's output is checked against the reference before it
 is timed; a variant that fails or is wrong is reported as such. Per variant:
 median ms, images or tokens per second, compile time, peak GPU memory and the
 share of the physical floor (FLOPs at the fp16 matmul rate and fewest bytes at
@@ -18,7 +22,6 @@ BENCHMARKS.md between the suite's markers, and ``suite-<date>.png``.
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import json
 import os
@@ -37,17 +40,21 @@ sys.path.insert(0, str(ROOT))
 from bench.gpu_timing import copy_bandwidth_gbs, environment, matmul_tflops, write_results  # noqa: E402
 from bench.suite import progress, report  # noqa: E402
 from bench.suite.floors import workload_floor  # noqa: E402
-from bench.suite.torch_variants import DNNC_POLICIES, TORCH_VARIANTS, dnnc_variants, torch_variants  # noqa: E402
+from bench.suite.max_autotune import max_autotune_row  # noqa: E402
+from bench.suite.torch_variants import (  # noqa: E402
+    DNNC_POLICIES,
+    TORCH_VARIANTS,
+    dnnc_variants,
+    reference_output,
+    torch_variants,
+)
 from bench.suite.workloads import WORKLOADS, Workload, select  # noqa: E402
 
-VARIANTS = ("eager", "graph", "compile", "dnnc", "jax", "jax-dnnc")
+VARIANTS = ("eager", "graph", "compile", "compile-max", "dnnc", "jax", "jax-dnnc")
+DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "compile-max")
+"""``compile-max`` (torch.compile max-autotune, up to ``COMPILE_LIMIT_S`` a workload) runs
+only when named: over the whole suite its compiles alone can take hours."""
 TORCH_NAMES = dict(zip(("eager", "graph", "compile"), TORCH_VARIANTS, strict=True))
-
-
-def reference_output(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    with torch.no_grad():
-        out = copy.deepcopy(model).cuda().float()(*[x.cuda() for x in inputs])
-    return (out[0] if isinstance(out, (list, tuple)) else out).float()
 
 
 def jax_variants(
@@ -83,6 +90,9 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
     rows: list[dict[str, Any]] = []
     if variants & set(TORCH_NAMES):
         rows += torch_variants(model, inputs, reference, {TORCH_NAMES[v] for v in variants & set(TORCH_NAMES)})
+    if "compile-max" in variants:
+        rows.append(max_autotune_row(workload.name))
+        progress(rows[-1])
     if "dnnc" in variants:
         rows += dnnc_variants(model, inputs, reference, policies)
     flags = [f for v, f in (("jax", "--xla"), ("jax-dnnc", "--dnnc")) if v in variants]
@@ -111,7 +121,7 @@ def run_workload(workload: Workload, variants: set[str], policies: tuple[str, ..
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="", help="comma-separated (default: all)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated among {', '.join(VARIANTS)}")
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated among {', '.join(VARIANTS)}")
     parser.add_argument("--policies", default=",".join(DNNC_POLICIES), help="dnnc partition policies to run")
     parser.add_argument("--out", default=None, help="also write the JSON, tables and chart here")
     parser.add_argument("--no-update", action="store_true", help="do not rewrite BENCHMARKS.md")

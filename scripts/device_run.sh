@@ -61,7 +61,9 @@
 #   suite      bench/run.py: the workloads of $SUITE_WORKLOADS (default all) against the peers users pick
 #              for latency ($SUITE_VARIANTS, default eager in one CUDA graph, torch.compile reduce-overhead,
 #              JAX/XLA) and dnnc ($SUITE_POLICIES, default auto, with its bound replay); all 30 take
-#              longer than one call: split them and merge the JSON (bench/run.py --merge)
+#              longer than one call: split them and merge the JSON (bench/run.py --merge);
+#              SUITE_VARIANTS=compile-max,... adds torch.compile max-autotune (up to 5 minutes of
+#              compile a workload: one or two workloads a call)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.gpu_timing import environment_line
-from bench.suite.torch_variants import TORCH_VARIANTS
+from bench.suite.torch_variants import MAX_AUTOTUNE, TORCH_VARIANTS
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
-PEERS = (*TORCH_VARIANTS, "JAX/XLA")
+PEERS = (*TORCH_VARIANTS, MAX_AUTOTUNE, "JAX/XLA")
+"""The variants dnnc is compared with; one that did not run, failed, or (max-autotune)
+compiled past its limit has no status ``ok`` and is left out of the comparison."""
 SAME_RUN_KEYS = ("device", "driver", "torch", "cudnn_backend", "nvidia-cudnn-frontend", "triton")
 """What must match for two runs' results to stand in one table."""
 

@@ -30,6 +30,13 @@ def channels_last(model: torch.nn.Module, xs: list[torch.Tensor]) -> tuple[torch
     return model, xs
 
 
+def reference_output(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The float32 output every variant is checked against (the model and inputs on the GPU)."""
+    with torch.no_grad():
+        out = copy.deepcopy(model).cuda().float()(*[x.cuda() for x in inputs])
+    return _first(out).float()
+
+
 def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.Tensor) -> dict[str, Any]:
     """Build (timed: the compile time), check the output, then time; peak memory over all of it."""
     entry = _measured(name, build, reference)
@@ -63,6 +70,11 @@ def _first(out: Any) -> torch.Tensor:
 
 
 TORCH_VARIANTS = ("PyTorch eager", "eager + CUDA graph", "torch.compile")
+MAX_AUTOTUNE = "torch.compile max-autotune"
+"""Inductor's longest search (Triton GEMM and convolution templates benchmarked against
+cuBLAS and cuDNN, CUDA graphs on): a peer row only where its compile finishes in
+``bench.suite.max_autotune``'s limit, and built in a process of its own so a compile
+past the limit can be stopped."""
 
 
 def torch_variants(
@@ -78,10 +90,11 @@ def torch_variants(
     builds = {
         "PyTorch eager": lambda: lambda: net(*xs),
         "eager + CUDA graph": lambda: _graphed(net, xs),
-        "torch.compile": lambda: _compiled(net, xs),
+        "torch.compile": lambda: _compiled(net, xs, "reduce-overhead"),
+        MAX_AUTOTUNE: lambda: _compiled(net, xs, "max-autotune"),
     }
     with torch.no_grad():
-        return [measure(name, builds[name], reference) for name in TORCH_VARIANTS if name in wanted]
+        return [measure(name, builds[name], reference) for name in (*TORCH_VARIANTS, MAX_AUTOTUNE) if name in wanted]
 
 
 def _graphed(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], torch.Tensor]:
@@ -94,12 +107,12 @@ def _graphed(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], torch
     return run
 
 
-def _compiled(net: torch.nn.Module, xs: list[torch.Tensor]) -> Callable[[], Any]:
+def _compiled(net: torch.nn.Module, xs: list[torch.Tensor], mode: str) -> Callable[[], Any]:
     import torch._inductor.config as inductor
 
     inductor.freezing = True
     torch._dynamo.reset()
-    compiled = torch.compile(net, mode="reduce-overhead")
+    compiled = torch.compile(net, mode=mode)
     compiled(*xs)  # compile now, inside the timed build
     compiled(*xs)  # the CUDA graph is recorded on a later call
     return lambda: compiled(*xs)

@@ -201,3 +201,51 @@ def test_a_run_of_the_default_policy_alone_is_compared_and_stopgaps_are_marked()
     second = {**result, "workload": "gpt2-block", "ceilings": {"copy_gbs": 2900.0, "matmul_tflops": 700.0}}
     first = {**result, "ceilings": PAYLOAD["ceilings"]}
     assert "(results of 2 runs that day" in report.tables({**PAYLOAD, "results": [first, second]})
+
+
+def _worker_writing(row: dict) -> list[str]:
+    """A stand-in for the max-autotune worker: writes ``row`` to the RESULT path it is given."""
+    return [sys.executable, "-c", f"import json, sys; open(sys.argv[1], 'w').write(json.dumps({row!r}))"]
+
+
+def test_max_autotune_is_stopped_at_its_limit() -> None:
+    from bench.suite.max_autotune import max_autotune_row
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    row = max_autotune_row("conv-block-b1", limit_s=0.5, grace_s=0.5, command=sleeper)
+    assert row == {"variant": "torch.compile max-autotune", "status": "over the limit: not done after 1 s"}
+
+
+def test_max_autotune_past_its_compile_limit_is_reported_not_compared() -> None:
+    from bench.suite.max_autotune import max_autotune_row
+
+    done = {"variant": "torch.compile max-autotune", "status": "ok", "median_ms": 0.5, "compile_s": 412.0, "rel_error": 1e-3}
+    row = max_autotune_row("conv-block-b1", limit_s=300, command=_worker_writing(done))
+    assert row["status"] == "over the limit: compiled in 412 s (limit 300 s)" and row["median_ms"] == 0.5
+    within = max_autotune_row("conv-block-b1", limit_s=300, command=_worker_writing({**done, "compile_s": 80.0}))
+    assert within == done | {"compile_s": 80.0}
+    variants = [*PAYLOAD["results"][0]["variants"], {**row, "median_ms": 0.1}]
+    assert report.versus_best_peer(variants) == "0.42x PyTorch eager", "a compile past the limit is no peer"
+    assert report.versus_best_peer([*variants, {**within, "median_ms": 1.0}]) == "1.25x torch.compile max-autotune"
+    crashed = max_autotune_row("conv-block-b1", command=[sys.executable, "-c", "raise SystemExit('no such workload')"])
+    assert crashed["status"] == "failed: the worker exited with 1: no such workload"
+
+
+def test_max_autotune_worker_says_when_no_gpu_is_visible() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    from bench.suite.max_autotune import max_autotune_row
+
+    row = max_autotune_row("conv-block-b1")
+    assert row == {"variant": "torch.compile max-autotune", "status": "failed: no NVIDIA GPU is visible"}
+
+
+@pytest.mark.gpu
+def test_max_autotune_row_on_the_gpu() -> None:
+    """The worker for real: Inductor's max-autotune compiles the conv block, its output
+    is checked against float32, then timed."""
+    from bench.suite.max_autotune import max_autotune_row
+
+    row = max_autotune_row("conv-block-b1")
+    assert row["status"] == "ok", row
+    assert row["rel_error"] <= 2e-2 and row["median_ms"] > 0 and 0 < row["compile_s"] <= 300
