@@ -188,10 +188,13 @@ class CompiledModule(InferenceModule):
 
     def summary(self) -> dict[str, Any]:
         """What runs the program: steps per backend, ops left to torch, fallbacks with
-        their reasons, user kernels and the variant each runs as (GPU); on the CPU one
-        reference step per op."""
+        their reasons, user kernels and the variant each runs as, and the device bytes it
+        holds (``memory``: weights, kernel workspaces, the intermediates' arena) (GPU); on
+        the CPU one reference step per op."""
         if self.device == "cuda":
-            return self._executor.summary()  # type: ignore[union-attr]
+            summary = self._executor.summary()  # type: ignore[union-attr]
+            summary["memory"]["arena_bytes"] = self.memory_peak_bytes or 0
+            return summary
         if self._built_for_target is not None:
             from dnnc.runtime.kernel_backends import planned_steps
 

@@ -145,6 +145,7 @@ def dnnc_variants(
         row = measure(f"dnnc {policy}", build, reference)
         if built:
             row |= stopgaps(built[0])
+            row["held_mb"] = held_mb(built[0])
             row["compile_reused"] = built[0].report.reused  # compile_s is then a load from the compile cache
             row["contest"] = contest_programs(built[0])
             row["stages"] = {s.name: round(s.seconds, 2) for s in built[0].report.stages}
@@ -181,6 +182,13 @@ def contest_programs(compiled: Any) -> dict[str, float | None] | None:
     if not programs:
         return None
     return {"winner": programs["winner"], **{p: c.get("program_ms") for p, c in programs["contenders"].items()}}
+
+
+def held_mb(compiled: Any) -> dict[str, float]:
+    """What the compiled program holds on the GPU, MB: weights, kernel workspaces and the
+    intermediates' arena (``peak_mb`` adds what the compile and the calls allocated)."""
+    memory = compiled.summary().get("memory", {})
+    return {k.removesuffix("_bytes"): round(v / 2**20, 1) for k, v in memory.items()}
 
 
 def stopgaps(compiled: Any) -> dict[str, int]:

@@ -318,7 +318,17 @@ class GpuExecutor:
             "user_kernels": {
                 s.op.kernel_name: getattr(s.kernel, "variant", "?") for s in self.steps if isinstance(s.op, extern.DispatchOp)
             },
+            "memory": self.memory(),
         }
+
+    def memory(self) -> dict[str, int]:
+        """Device bytes the built program holds apart from its intermediates (the arena):
+        its weights and the kernels' own workspaces (cuDNN plans), each storage counted
+        once (weights shared with another bucket's program count here too)."""
+        weights = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in self.env.params.values()}
+        spaces = [getattr(s.kernel, "workspace", None) for s in self.steps]
+        workspaces = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in spaces if isinstance(t, torch.Tensor)}
+        return {"weights_bytes": sum(weights.values()), "workspace_bytes": sum(workspaces.values())}
 
     def announce(self) -> None:
         """Say, once per process, each fallback of this program and the ops left to torch."""

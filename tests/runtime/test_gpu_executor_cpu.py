@@ -111,3 +111,19 @@ def test_returned_buffers_apart_from_the_arena_are_left_alone_by_its_runs(rng: t
     assert torch.equal(apart, kept)
     moved = sum(a is not b for step, views in arena._outputs.items() for a, b in zip(views, buffers[step]))
     assert moved == len(arena._returned) == 1
+
+
+def test_summary_counts_the_weights_and_workspaces_a_program_holds(rng: torch.Generator) -> None:
+    """``summary()["memory"]``: the weights on the device and the kernels' own workspaces,
+    each storage once (a workspace two kernels share counts once)."""
+    model = Net().eval()
+    x = torch.randn(2, 8, 9, 9, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    run_passes(program, parse_passes(CUDNN_STAGE))
+    executor = GpuExecutor(program, "cpu")
+    weights = sum(program.params[op.param_name].numel() * 4 for op in program.param_ops())  # float32
+    assert executor.summary()["memory"] == {"weights_bytes": weights, "workspace_bytes": 0}
+    kernels = [s.kernel for s in executor.steps if s.kernel is not None]
+    shared, own = torch.empty(1000, dtype=torch.uint8), torch.empty(24, dtype=torch.uint8)
+    kernels[0].workspace, kernels[1].workspace, kernels[2].workspace = shared, shared[:10], own
+    assert executor.memory() == {"weights_bytes": weights, "workspace_bytes": 1024}

@@ -61,6 +61,9 @@ def test_model_fp16(name: str, backends: str) -> None:
         assert "cudnn" not in summary["steps"]
     kernels = compiled.kernels()  # type: ignore[union-attr]
     assert len(kernels) == sum(n for b, n in summary["steps"].items() if b not in ("torch", "view"))
+    memory = summary["memory"]
+    assert memory["arena_bytes"] > 0 and memory["weights_bytes"] > 0, memory
+    assert memory["workspace_bytes"] >= 0 and ("cudnn" in summary["steps"] or memory["workspace_bytes"] == 0), memory
     assert all(hasattr(k, "launch") and hasattr(k, "record") for k in kernels.values())
 
 
