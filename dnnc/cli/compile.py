@@ -261,6 +261,12 @@ def print_summary(compiled: Any, output: Path) -> None:
     steps = ", ".join(f"{n} {b}" for b, n in sorted(summary["steps"].items()))
     if compiled.device == "cuda":
         console.print(f"backend: GPU ({steps}; torch.cuda {torch.cuda.get_device_name()})")
+        held = summary.get("memory")
+        if held:
+            console.print(
+                f"device memory held: weights {held['weights_bytes'] / 1e6:.1f} MB, cuDNN workspaces "
+                f"{held['workspace_bytes'] / 1e6:.1f} MB, intermediates' arena {held['arena_bytes'] / 1e6:.1f} MB"
+            )
         for f in summary["fallbacks"]:
             console.print(f"[yellow]fallback[/yellow]: {f['backend']} group {f['kind']}: {f['reason']}")
         for name, variant in summary["user_kernels"].items():

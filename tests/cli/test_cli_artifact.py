@@ -228,3 +228,12 @@ def test_errors_quoting_the_file_print_control_characters_escaped(artifact: Path
         assert result.exit_code == 1 and "program.mlir" in result.output, result.output
         assert "\x1b" not in result.output and "\x07" not in result.output, repr(result.output)
         assert "Traceback" not in result.output
+
+
+@pytest.mark.gpu
+def test_compile_on_the_gpu_says_what_the_program_holds(model_file: Path, tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "tiny.dnnc"
+    result = invoke("compile", f"{model_file}:tiny", "-o", str(out), "--device", "cuda", "--batch", "3")
+    assert result.exit_code == 0, result.output
+    assert "backend: GPU (" in result.output and "device memory held: weights 0.0" in result.output, result.output
+    assert "intermediates' arena" in result.output and "memory plan peak" in result.output
