@@ -72,6 +72,7 @@ COMPILE_SETTINGS = (
     "gpu_backends",
     "tuning_spec_defaults",
     "kernel_compiler",
+    "float64",
 )
 """The ``Knobs`` fields that change what a compile produces (the tuning-spec paths are
 keyed by their files' contents)."""

@@ -108,6 +108,12 @@ class Knobs:
     Dynamo captured it. (DNNC_DYNAMIC_BATCH_MAX)"""
     dynamic_seq_max: int = 512
     """The same for a symbolic sequence length (dimension 1). (DNNC_DYNAMIC_SEQ_MAX)"""
+    float64: Literal["float32", "refuse"] = "float32"
+    """What a model's float64 computation becomes: ``float32`` computes it in float32 and
+    says so once (as TensorRT does: no GPU library dnnc uses has float64 kernels, and
+    models compute in it for a few ops, such as diffusers' rotary position tables);
+    ``refuse`` makes it an import error. Inputs and outputs in float64 are refused
+    either way: the program's signature is what the model's is. (DNNC_FLOAT64)"""
     kernel_compiler: Literal["auto", "nvcc", "nvrtc"] = "auto"
     """What compiles user kernels' ``.cu`` sources: ``auto`` takes nvcc where it is
     installed, else NVRTC. (DNNC_KERNEL_COMPILER)"""
@@ -136,6 +142,7 @@ _ENV = {
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
     "kernel_compiler": "DNNC_KERNEL_COMPILER",
+    "float64": "DNNC_FLOAT64",
     "dynamic_batch_max": "DNNC_DYNAMIC_BATCH_MAX",
     "dynamic_seq_max": "DNNC_DYNAMIC_SEQ_MAX",
 }
@@ -162,6 +169,7 @@ _CHOICES = {
     "reference_precision": ("float32", "float64"),
     "partition": ("auto", "cudnn-only", "triton-only", "greedy"),
     "kernel_compiler": ("auto", "nvcc", "nvrtc"),
+    "float64": ("float32", "refuse"),
 }
 
 

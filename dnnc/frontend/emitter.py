@@ -9,10 +9,11 @@ from typing import NoReturn
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from dnnc import knobs
 from dnnc.errors import UnsupportedOpError
 from dnnc.frontend.source_location import locate
 from dnnc.ir import tcp
@@ -90,6 +91,8 @@ class Emitter(TcpBuilder):
         self._param_values: dict[str, SSAValue] = {}
         self.kernels: dict[str, object] = {}
         """User kernels dispatched so far (``KernelDecl`` by name): declared in the module."""
+        self.narrowed: list[torch.fx.Node | None] = []
+        """The nodes whose float64 values are computed in float32 (``element``)."""
 
     # Errors ---------------------------------------------------------------------------
 
@@ -162,10 +165,11 @@ class Emitter(TcpBuilder):
             self.unsupported(f"{folded.reason}; computing it at compile time failed: {type(e).__name__}: {first}", node)
         if not isinstance(tensor, torch.Tensor):
             self.unsupported(f"{folded.reason}; its compile-time value is {type(tensor).__name__}, not a tensor", node)
-        try:
-            tensor_type(tensor.shape, tensor.dtype)
-        except UnsupportedDtypeError as e:
-            self.unsupported(f"{folded.reason}; its compile-time value cannot be a parameter: {e}", node)
+        if not (tensor.dtype == torch.float64 and knobs.get().float64 == "float32"):  # else a float32 parameter
+            try:
+                tensor_type(tensor.shape, tensor.dtype)
+            except UnsupportedDtypeError as e:
+                self.unsupported(f"{folded.reason}; its compile-time value cannot be a parameter: {e}", node)
         return PendingParam(folded.name, tensor)
 
     def meta(self, arg: object) -> torch.Tensor:
@@ -179,15 +183,27 @@ class Emitter(TcpBuilder):
             )
         return val
 
+    def element(self, dtype: torch.dtype, node: torch.fx.Node | None = None) -> Attribute:
+        """The element type a value the model computes in ``dtype`` has here: float64 is
+        computed in float32 where ``knobs.float64`` says so (the node is remembered in
+        ``narrowed``); a dtype dnnc has no type for refuses the node."""
+        if dtype == torch.float64 and knobs.get().float64 == "float32":
+            self.narrowed.append(node or self.node)
+            return f32
+        try:
+            return element_type(dtype)
+        except UnsupportedDtypeError as e:
+            self.unsupported(str(e), node)
+
     def result_type(self, node: torch.fx.Node | None = None) -> TensorType:
         val = self.meta(node or self.node)
-        try:
-            return tensor_type(val.shape, val.dtype)
-        except UnsupportedDtypeError as e:
-            self.unsupported(str(e))
+        return TensorType(self.element(val.dtype, node), list(val.shape))
 
     def param(self, name: str, tensor: torch.Tensor) -> SSAValue:
         if name not in self._param_values:
+            if tensor.dtype == torch.float64 and knobs.get().float64 == "float32":
+                tensor = tensor.float()  # a stored or computed float64 tensor, used in float32
+                self.narrowed.append(self.node)
             try:
                 t = tensor_type(tensor.shape, tensor.dtype)
             except UnsupportedDtypeError as e:
@@ -206,7 +222,4 @@ class Emitter(TcpBuilder):
         """The element type PyTorch computes ``a <op> b`` in (tensors or scalars)."""
         ma = self.meta(a) if isinstance(a, torch.fx.Node) else a
         mb = self.meta(b) if isinstance(b, torch.fx.Node) else b
-        try:
-            return element_type(torch.result_type(ma, mb))  # type: ignore[arg-type]
-        except UnsupportedDtypeError as e:
-            self.unsupported(str(e))
+        return self.element(torch.result_type(ma, mb))  # type: ignore[arg-type]

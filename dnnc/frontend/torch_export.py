@@ -37,11 +37,13 @@ from dnnc.frontend.constants import STORED_KINDS, ConstantGraph, stored_tensor
 from dnnc.frontend.emitter import BROKEN, Broken, Emitter, FoldedConstant, OpRefused, PendingParam
 from dnnc.frontend.export_errors import export_error, held_torch_output
 from dnnc.frontend.problems import NO_RULE, Problems, UnsupportedOp, op_name
+from dnnc.frontend.source_location import locate
 from dnnc.ir import tcp
 from dnnc.ir.extern import KernelOp
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
 from dnnc.ir.types import UnsupportedDtypeError, tensor_type
+from dnnc.log import say_once
 
 log = logging.getLogger("dnnc.export")
 
@@ -280,6 +282,8 @@ class _Import:
             else:
                 self._refused(node, OpRefused(node, f"fx node kind {node.op!r}"))
 
+        if em.narrowed and not self.problems:
+            _say_narrowed(em.narrowed)
         block.add_op(func.ReturnOp(*outputs))
         fn = func.FuncOp(ENTRY, (input_types, [v.type for v in outputs]), Region(block))
         region_dce(fn.body)  # what only folded constants used (they are computed without it)
@@ -356,11 +360,32 @@ class _Import:
             raise UnsupportedOpError(f"the model returns {arg!r}; dnnc programs return tensors only")
         if isinstance(self.em.values.get(arg), Broken):
             return None
+        val = arg.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype == torch.float64:
+            self._refused(
+                arg,
+                OpRefused(
+                    arg, "the model returns a float64 tensor; dnnc's programs return float32 at most (cast it with .float())"
+                ),
+            )
+            return None
         try:
             return self.em.value(arg)
         except OpRefused as e:
             self._refused(arg, e)
             return None
+
+
+def _say_narrowed(nodes: list[torch.fx.Node | None]) -> None:
+    """Once per process and place: how many of the model's ops compute in float32 where
+    it asked for float64, and where the first is."""
+    named = [n for n in dict.fromkeys(nodes) if n is not None]
+    where = next((w for w in map(locate, named) if w), None)
+    say_once(
+        f"dnnc: {len(named)} ops the model computes in float64 run in float32"
+        + (f" (first at {where})" if where else "")
+        + "; DNNC_FLOAT64=refuse makes that an import error"
+    )
 
 
 def _stored_tensor(ep: ExportedProgram, target: str, placeholder: str) -> object:

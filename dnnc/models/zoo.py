@@ -299,6 +299,119 @@ def unet2d_condition(
     return _Denoiser(unet).eval(), (sample, timestep, text)
 
 
+class _Transformer(nn.Module):
+    """A diffusers transformer (SD3's or Flux's) called with its keyword inputs in a fixed
+    order, returning the sample."""
+
+    def __init__(self, model: nn.Module, names: tuple[str, ...]):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.names, inputs, strict=True))).sample
+
+
+def sd3_transformer(
+    batch: int = 1, size: int = 32, layers: int = 2, heads: int = 4, head_dim: int = 32, context: int = 16, context_dim: int = 64
+) -> Example:
+    """A Stable-Diffusion-3-style ``SD3Transformer2DModel`` (MMDiT: joint attention over
+    latent patches and text tokens, adaptive layer norms from the timestep and pooled
+    text) on 16-channel latents of ``size`` x ``size``."""
+    diffusers = _require("diffusers")
+    with seeded(0):
+        model = diffusers.SD3Transformer2DModel(
+            sample_size=size,
+            patch_size=2,
+            in_channels=16,
+            out_channels=16,
+            num_layers=layers,
+            attention_head_dim=head_dim,
+            num_attention_heads=heads,
+            joint_attention_dim=context_dim,
+            caption_projection_dim=heads * head_dim,
+            pooled_projection_dim=context_dim,
+            pos_embed_max_size=size,
+        ).eval()
+        inputs = (
+            torch.randn(batch, 16, size, size),
+            torch.randn(batch, context, context_dim),
+            torch.randn(batch, context_dim),
+            torch.full((batch,), 500, dtype=torch.int64),
+        )
+    names = ("hidden_states", "encoder_hidden_states", "pooled_projections", "timestep")
+    return _Transformer(model, names).eval(), inputs
+
+
+def flux_transformer(
+    batch: int = 1, size: int = 16, layers: int = 1, single_layers: int = 2, heads: int = 2, context: int = 8
+) -> Example:
+    """A Flux-style ``FluxTransformer2DModel``: double-stream blocks (image and text apart,
+    attending jointly) then single-stream ones, rotary positions from the image and text
+    ids, which diffusers computes in float64 (dnnc computes them in float32,
+    ``knobs.float64``). The latent is ``size`` x ``size`` tokens of 16 channels, packed
+    as the Flux pipeline packs it; the ids are the pipeline's (row and column of each
+    latent token, zeros for text)."""
+    diffusers = _require("diffusers")
+    head_dim = 16
+    with seeded(0):
+        model = diffusers.FluxTransformer2DModel(
+            patch_size=1,
+            in_channels=16,
+            num_layers=layers,
+            num_single_layers=single_layers,
+            attention_head_dim=head_dim,
+            num_attention_heads=heads,
+            joint_attention_dim=32,
+            pooled_projection_dim=32,
+            axes_dims_rope=(4, 6, 6),
+        ).eval()
+        rows, cols = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+        image_ids = torch.stack([torch.zeros_like(rows), rows, cols], dim=-1).reshape(-1, 3).float()
+        inputs = (
+            torch.randn(batch, size * size, 16),
+            torch.randn(batch, context, 32),
+            torch.randn(batch, 32),
+            torch.full((batch,), 0.5),
+            image_ids,
+            torch.zeros(context, 3),
+        )
+    names = ("hidden_states", "encoder_hidden_states", "pooled_projections", "timestep", "img_ids", "txt_ids")
+    return _Transformer(model, names).eval(), inputs
+
+
+class _Decoder(nn.Module):
+    """A diffusers autoencoder's decoder: latents in, the image out."""
+
+    def __init__(self, vae: nn.Module):
+        super().__init__()
+        self.vae = vae
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        return self.vae.decode(latents).sample
+
+
+def vae_decoder(batch: int = 1, size: int = 16, channels: tuple[int, ...] = (32, 64), groups: int = 8) -> Example:
+    """The decoder of a Stable-Diffusion-style ``AutoencoderKL`` (ResNet blocks with
+    GroupNorm, a self-attention mid-block, nearest-neighbour upsampling) from 4-channel
+    latents of ``size`` x ``size``."""
+    diffusers = _require("diffusers")
+    levels = len(channels)
+    with seeded(0):
+        vae = diffusers.AutoencoderKL(
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D",) * levels,
+            up_block_types=("UpDecoderBlock2D",) * levels,
+            block_out_channels=tuple(channels),
+            latent_channels=4,
+            norm_num_groups=groups,
+            layers_per_block=1,
+        ).eval()
+        latents = torch.randn(batch, 4, size, size)
+    return _Decoder(vae).eval(), (latents,)
+
+
 ZOO: dict[str, Callable[..., Example]] = {
     "timm_resnet50": resnet50,
     "efficientnet_b0": efficientnet_b0,
