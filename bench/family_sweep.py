@@ -14,10 +14,12 @@ output vanishes, so there is nothing to compare). One JSON line per model goes t
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,125 @@ HF: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
 """(name, config class, model class, output field, inputs, config arguments)."""
 
 
+def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
+    """diffusers models beyond the zoo's, small: name -> build (the module, called on its
+    positional inputs, returns the compared tensor; weights seeded)."""
+    import diffusers as d
+    import torch
+
+    from dnnc.models import zoo
+    from dnnc.models._init import seeded
+
+    def called(model: Any, call: Callable[..., Any], *inputs: Any) -> tuple[Any, tuple[Any, ...]]:
+        class Called(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model.eval()
+
+            def forward(self, *xs: Any) -> Any:
+                return call(self.model, *xs)
+
+        return Called().eval(), inputs
+
+    vae = dict(block_out_channels=(32, 64), norm_num_groups=8, layers_per_block=1)
+    vae |= dict(down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2)
+    unet = dict(sample_size=16, block_out_channels=(32, 64), norm_num_groups=8, layers_per_block=1)
+    t = torch.tensor([3])
+
+    def build(name: str) -> tuple[Any, tuple[Any, ...]]:
+        if name in ("sd3_transformer", "flux_transformer", "vae_decoder", "unet2d_condition"):
+            return getattr(zoo, name)(batch=1)
+        if name == "vae_encoder":
+            return called(d.AutoencoderKL(**vae), lambda m, x: m.encode(x).latent_dist.mean, torch.randn(1, 3, 32, 32))
+        if name == "autoencoder_tiny":
+            tiny = d.AutoencoderTiny(encoder_block_out_channels=(16,) * 4, decoder_block_out_channels=(16,) * 4)
+            return called(tiny, lambda m, z: m.decode(z).sample, torch.randn(1, 4, 8, 8))
+        if name == "vq_model":
+            vq = d.VQModel(**vae, latent_channels=3, num_vq_embeddings=64)
+            return called(vq, lambda m, x: m(x).sample, torch.randn(1, 3, 32, 32))
+        if name == "dit":
+            dit = d.DiTTransformer2DModel(
+                num_attention_heads=2, attention_head_dim=16, in_channels=4, num_layers=2, sample_size=16, num_embeds_ada_norm=10
+            )
+            return called(dit, lambda m, x, t, c: m(x, timestep=t, class_labels=c).sample, torch.randn(1, 4, 16, 16), t, t)
+        if name == "pixart":
+            pixart = d.PixArtTransformer2DModel(
+                num_attention_heads=2,
+                attention_head_dim=16,
+                in_channels=4,
+                out_channels=8,
+                num_layers=2,
+                sample_size=16,
+                cross_attention_dim=32,
+                caption_channels=24,
+                norm_num_groups=8,
+            )
+
+            def pixart_call(m: Any, x: Any, e: Any, t: Any) -> Any:
+                cond = {"resolution": None, "aspect_ratio": None}
+                return m(x, encoder_hidden_states=e, timestep=t, added_cond_kwargs=cond).sample
+
+            return called(pixart, pixart_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 24), t)
+        if name == "unet2d_skip":
+            skip = d.UNet2DModel(
+                **unet,
+                down_block_types=("SkipDownBlock2D", "AttnSkipDownBlock2D"),
+                up_block_types=("AttnSkipUpBlock2D", "SkipUpBlock2D"),
+                resnet_time_scale_shift="scale_shift",
+            )
+            return called(skip, lambda m, x, t: m(x, t).sample, torch.randn(1, 3, 16, 16), t)
+        if name == "unet_sdxl":
+            sdxl = d.UNet2DConditionModel(
+                **unet,
+                down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+                cross_attention_dim=32,
+                attention_head_dim=(2, 4),
+                use_linear_projection=True,
+                addition_embed_type="text_time",
+                addition_time_embed_dim=8,
+                projection_class_embeddings_input_dim=16 + 6 * 8,
+                transformer_layers_per_block=(1, 2),
+            )
+
+            def sdxl_call(m: Any, x: Any, t: Any, e: Any, te: Any, ti: Any) -> Any:
+                return m(x, t, encoder_hidden_states=e, added_cond_kwargs={"text_embeds": te, "time_ids": ti}).sample
+
+            return called(
+                sdxl, sdxl_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 16), torch.randn(1, 6)
+            )
+        if name == "controlnet":
+            net = d.ControlNetModel(
+                **{k: v for k, v in unet.items() if k != "sample_size"},
+                down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                cross_attention_dim=32,
+                attention_head_dim=8,
+                conditioning_embedding_out_channels=(16, 32),
+            )
+            zeroed = (net.controlnet_down_blocks, net.controlnet_mid_block, net.controlnet_cond_embedding.conv_out)
+            for p in (p for module in zeroed for p in module.parameters()):  # zero at init: nothing to compare
+                torch.nn.init.normal_(p, std=0.1)
+
+            def controlnet_call(m: Any, x: Any, t: Any, e: Any, c: Any) -> Any:
+                return m(x, t, encoder_hidden_states=e, controlnet_cond=c, return_dict=False)[1]  # the mid-block residual
+
+            return called(net, controlnet_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 3, 32, 32))
+        raise KeyError(name)
+
+    def seeded_build(name: str) -> tuple[Any, tuple[Any, ...]]:
+        with seeded(0):
+            return build(name)
+
+    return {name: functools.partial(seeded_build, name) for name in DIFFUSERS}
+
+
+DIFFUSERS = [
+    *("unet2d_condition", "unet_sdxl", "unet2d_skip", "controlnet", "sd3_transformer", "flux_transformer", "dit"),
+    *("pixart", "vae_decoder", "vae_encoder", "autoencoder_tiny", "vq_model"),
+]
+"""diffusers models, small, at batch 1 (``_diffusers_models`` builds them)."""
+
+
 def specs() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"name": m, "lib": "timm", "model": m, "size": 64} for m in TIMM]
     out += [{"name": m, "lib": "timm", "model": m, "size": 224} for m in TIMM_AT_224]
@@ -195,6 +316,7 @@ def specs() -> list[dict[str, Any]]:
                 "kw": kw,
             }
         )
+    out += [{"name": m, "lib": "diffusers"} for m in DIFFUSERS]
     return out
 
 
@@ -207,7 +329,9 @@ def check_one(spec: dict[str, Any]) -> dict[str, Any]:
     import dnnc
     from dnnc.models import zoo
 
-    if spec["lib"] == "timm":
+    if spec["lib"] == "diffusers":
+        model, inputs = _diffusers_models()[spec["name"]]()
+    elif spec["lib"] == "timm":
         from tests.zoo.torchvision_standin import import_timm
 
         import_timm()
