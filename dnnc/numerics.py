@@ -9,6 +9,11 @@ stated tolerance per dtype. Used by ``dnnc compile --check`` and by the tests.
 On the GPU, float32 matmuls and convolutions may run on tensor cores in TF32
 (10-bit mantissa, as PyTorch's cuDNN convolutions do by default), so float32
 results there are held to ``GPU_TOLERANCE`` instead: 2e-3.
+
+A whole float16 or bfloat16 network rounds at every layer, so ``dnnc compile``'s check
+holds such outputs to the model run in float32, at twice eager's own error there or the
+dtype's tolerance, whichever is larger (``compare_with_truth``), as the tests do against
+float64.
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ class Verdict:
     worst: float
     """The largest normwise relative error over the floating outputs."""
     tolerances: dict[torch.dtype, float]
+    eager_worst: float | None = None
+    """Where low-precision outputs were held to a float32 truth: eager's own largest
+    error against it (``worst`` is then dnnc's against the same truth)."""
 
     @property
     def ok(self) -> bool:
@@ -77,6 +85,15 @@ class Verdict:
     def tolerance_text(self) -> str:
         shown = (torch.float32, torch.float16, torch.bfloat16)
         return ", ".join(f"{str(d).removeprefix('torch.')} {self.tolerances[d]:g}" for d in shown)
+
+    def describe(self) -> str:
+        """The errors found and what they were allowed, for one line of output."""
+        if self.eager_worst is None:
+            return f"largest relative error {self.worst:.2e}; tolerance {self.tolerance_text()}"
+        return (
+            f"largest relative error {self.worst:.2e} against the model in float32, where eager's own is "
+            f"{self.eager_worst:.2e}; allowed twice eager's, at least {self.tolerance_text()}"
+        )
 
 
 def compare_outputs(got: list[torch.Tensor], expected: list[torch.Tensor], device: str, against: str) -> Verdict:
@@ -87,9 +104,49 @@ def compare_outputs(got: list[torch.Tensor], expected: list[torch.Tensor], devic
     return Verdict(against, problems, worst, table)
 
 
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def compare_with_truth(
+    got: list[torch.Tensor], eager: list[torch.Tensor], truth: list[torch.Tensor], device: str, against: str
+) -> Verdict:
+    """``compare_outputs``, but a float16 / bfloat16 output is held to ``truth`` (the
+    model in float32): its error may be twice eager's own against that truth, or the
+    dtype's tolerance where that is larger. Two programs that each round in float16
+    differ from each other by more than either differs from the truth (a deep network's
+    rounding grows with depth), so comparing them with each other at a fixed tolerance
+    fails correct programs."""
+    table = GPU_TOLERANCE if device == "cuda" else TOLERANCE
+    problems: list[str] = []
+    worst, eager_worst = 0.0, 0.0
+    for i, (a, e, t) in enumerate(zip(got, eager, truth, strict=True)):
+        if not (e.is_floating_point() and e.dtype in LOW_PRECISION):
+            problem = mismatch(a, e, tolerances=table)
+            if e.is_floating_point():
+                worst = max(worst, relative_error(a, e))
+        else:
+            placed = mismatch(a, e, e.dtype, {e.dtype: float("inf")})  # shape, NaN and infinity places
+            err, own = relative_error(a, t), relative_error(e, t)
+            worst, eager_worst = max(worst, err), max(eager_worst, own)
+            bound = max(2 * own, table[e.dtype])
+            problem = placed or (
+                f"output {i}: relative error {err:.3e} against float32 eager exceeds {bound:.1e} "
+                f"(eager {str(e.dtype).removeprefix('torch.')} has {own:.2e})"
+                if err > bound
+                else None
+            )
+        if problem is not None:
+            problems.append(problem)
+    return Verdict(against, problems, worst, table, eager_worst)
+
+
 def check_against_eager(compiled: CompiledModule, module: torch.nn.Module, example: tuple[Any, ...]) -> Verdict:
     """Fresh random inputs shaped like the examples (integers within their range)
-    through the compiled program and through the module in PyTorch eager."""
+    through the compiled program and through the module in PyTorch eager. Where eager
+    returns float16 or bfloat16, a float32 copy of the module on float32 copies of the
+    inputs is the truth both are held to (``compare_with_truth``)."""
+    import copy
+
     import torch.utils._pytree as pytree
 
     from dnnc.inputs import random_like
@@ -100,7 +157,12 @@ def check_against_eager(compiled: CompiledModule, module: torch.nn.Module, examp
         expected = pytree.tree_leaves(module(*fresh))
     on_device = tuple(x.to(compiled.device) if isinstance(x, torch.Tensor) else x for x in fresh)
     got = [t.cpu() for t in pytree.tree_leaves(compiled(*on_device))]
-    return compare_outputs(got, expected, compiled.device, "PyTorch eager")
+    if not any(isinstance(e, torch.Tensor) and e.dtype in LOW_PRECISION for e in expected):
+        return compare_outputs(got, expected, compiled.device, "PyTorch eager")
+    wide = tuple(x.float() if isinstance(x, torch.Tensor) and x.dtype in LOW_PRECISION else x for x in fresh)
+    with torch.no_grad():
+        truth = pytree.tree_leaves(copy.deepcopy(module).float()(*wide))
+    return compare_with_truth(got, expected, truth, compiled.device, "PyTorch eager")
 
 
 def check_against_reference(compiled: CompiledModule, reference: Program) -> Verdict:

@@ -157,6 +157,42 @@ def test_checks_against_eager_give_a_verdict(rng: torch.Generator) -> None:
     assert not verdict.ok and verdict.against == "PyTorch eager" and "relative error" in verdict.problems[0]
 
 
+def test_low_precision_outputs_are_held_to_the_model_in_float32(rng: torch.Generator) -> None:
+    """Two float16 programs that each round differ from each other by more than either
+    differs from the float32 truth: each output is held to the truth, at twice eager's
+    error there (or the dtype's tolerance)."""
+    from dnnc.numerics import compare_with_truth, relative_error
+
+    truth = torch.randn(4096, generator=rng)
+
+    def off_by(rel: float) -> torch.Tensor:
+        noise = torch.randn(4096, generator=rng)
+        return (truth + noise * rel * truth.norm() / noise.norm()).half()
+
+    eager, ours = off_by(3e-3), off_by(3e-3)
+    assert relative_error(ours, eager) > 2e-3, "a fixed 2e-3 between the two would fail a correct program"
+    ints = torch.arange(5)
+    verdict = compare_with_truth([ours, ints], [eager, ints], [truth, ints], "cpu", "PyTorch eager")
+    assert verdict.ok and verdict.eager_worst == pytest.approx(3e-3, rel=0.1), verdict
+    assert "where eager's own is 3.0" in verdict.describe()
+    wrong = compare_with_truth([off_by(1e-2), ints], [eager, ints], [truth, ints], "cpu", "PyTorch eager")
+    assert not wrong.ok and "output 0: relative error 1.0" in wrong.problems[0] and "against float32 eager" in wrong.problems[0]
+    nan = ours.clone()
+    nan[3] = float("nan")
+    assert compare_with_truth([nan], [eager], [truth], "cpu", "x").problems == ["NaNs in different places"]
+    assert not compare_with_truth([ours, ints + 1], [eager, ints], [truth, ints], "cpu", "x").ok
+
+
+def test_check_of_a_float16_model_uses_the_float32_truth(rng: torch.Generator) -> None:
+    from dnnc.numerics import check_against_eager
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 8)).eval()
+    example = (torch.randn(4, 64, generator=rng),)
+    compiled = dnnc.compile(model, example, device="cpu", dtype="f16")
+    verdict = check_against_eager(compiled, model.half(), (example[0].half(),))
+    assert verdict.ok and verdict.eager_worst is not None and verdict.eager_worst > 0, verdict
+
+
 def test_random_inputs_keep_integers_in_the_examples_range() -> None:
     from dnnc.inputs import random_like
 

@@ -286,9 +286,6 @@ def print_summary(compiled: Any, output: Path) -> None:
 def report_check(verdict: Verdict, where: str = "") -> None:
     """Print whether every output matched; fail the command if one did not."""
     shown = "[green]matches[/green]" if verdict.ok else "[red]DIFFERS from[/red]"
-    console.print(
-        f"check: {shown} {verdict.against} on fresh random inputs{where} (largest relative error {verdict.worst:.2e}; "
-        f"tolerance {verdict.tolerance_text()})"
-    )
+    console.print(f"check: {shown} {verdict.against} on fresh random inputs{where} ({verdict.describe()})")
     if not verdict.ok:
         raise click.ClickException(f"compiled program does not match {verdict.against}: {verdict.problems[0]}")
