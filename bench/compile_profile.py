@@ -11,11 +11,15 @@ kernels of torch.compile's program (``mode="reduce-overhead"``, as the suite run
 by time per call, from ``torch.profiler``, so the two programs can be set side by side;
 ``--own-kernels`` lists dnnc's the same way (its call as a user makes it: the CUDA-graph
 replay). Each cuDNN step also names its plan and the time that plan was tuned at.
+``--memory`` records the allocator's history over the cold compile and the first call
+and lists what was live at its peak by the dnnc line that allocated it
+(``bench/memory_peak.py``), beside what the program holds (``summary()["memory"]``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import functools
 import importlib
@@ -35,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
 from bench.gpu_timing import environment, fp16_inputs
+from bench.memory_peak import at_peak, recorded
 from bench.suite.workloads import WORKLOADS
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
@@ -103,21 +108,27 @@ def _resolve(dotted: str) -> Any:
     raise ImportError(dotted)
 
 
-def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool, own_kernels: bool = False) -> dict[str, Any]:
+def profile(
+    workload: str, policy: str, out_dir: Path, top: int, full: bool, own_kernels: bool = False, memory: bool = False
+) -> dict[str, Any]:
     model, inputs = WORKLOADS[workload].build()
     model = model.eval().cuda().half()
     xs = fp16_inputs(inputs)
     cache = tempfile.mkdtemp(prefix="dnnc-cache-")
+    snapshot: dict[str, Any] = {}
     try:
         with knobs.override(partition=policy, cache_dir=Path(cache)):
             profiler = cProfile.Profile() if full else None
             started = time.perf_counter()
-            with CallTimers() as timers:
+            with CallTimers() as timers, recorded(snapshot) if memory else contextlib.nullcontext():
                 if profiler:
                     profiler.enable()
                 compiled = dnnc.compile(model, xs, device="cuda")
                 if profiler:
                     profiler.disable()
+                if memory:
+                    compiled(*xs)  # the first call: the CUDA-graph capture
+                    torch.cuda.synchronize()
             cold = time.perf_counter() - started
             started = time.perf_counter()
             dnnc.compile(model, xs, device="cuda")
@@ -161,7 +172,14 @@ def profile(workload: str, policy: str, out_dir: Path, top: int, full: bool, own
             flush=True,
         )
     own = kernels_per_call(f"{workload} dnnc {policy}", lambda: compiled(*xs), top) if own_kernels else None
+    held = compiled.summary().get("memory")
+    at_peak_of_compile = None
+    if memory:
+        at_peak_of_compile = {"resident_mb": snapshot["resident_mb"], **at_peak(snapshot, torch.cuda.current_device(), top)}
+        print(f"memory: held {held}; at the compile's peak {json.dumps(at_peak_of_compile)}", flush=True)
     return {
+        "memory_held": held,
+        "memory_at_compile_peak": at_peak_of_compile,
         "own_kernels": own,
         "calls": timers.table(),
         "workload": workload,
@@ -246,11 +264,16 @@ def main() -> None:
     parser.add_argument("--cprofile", action="store_true", help="Also profile every call (several times slower).")
     parser.add_argument("--peer-kernels", action="store_true", help="Also list torch.compile's kernels per call.")
     parser.add_argument("--own-kernels", action="store_true", help="Also list dnnc's kernels per call.")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="Record the allocator's history: what was live at the compile's peak, and where from.",
+    )
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = [
-        profile(w, p, out_dir, args.top, args.cprofile, args.own_kernels)
+        profile(w, p, out_dir, args.top, args.cprofile, args.own_kernels, args.memory)
         for w in args.workloads.split(",")
         for p in args.policies.split(",")
     ]
