@@ -45,9 +45,9 @@ def measure(name: str, build: Callable[[], Callable[[], Any]], reference: torch.
 
 
 def _measured(name: str, build: Callable[[], Callable[[], Any]], reference: torch.Tensor) -> dict[str, Any]:
-    torch.cuda.synchronize()
+    release_others()
     torch.cuda.reset_peak_memory_stats()
-    entry: dict[str, Any] = {"variant": name}
+    entry: dict[str, Any] = {"variant": name, "resident_mb": torch.cuda.memory_allocated() / 2**20}
     started = time.perf_counter()
     try:
         run = build()
@@ -63,6 +63,18 @@ def _measured(name: str, build: Callable[[], Callable[[], Any]], reference: torc
     entry["peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
     entry["status"] = "ok"
     return entry
+
+
+def release_others() -> None:
+    """Free what earlier variants left allocated, so a variant's peak is its own (with
+    the model and inputs every variant shares, ``resident_mb``): torch.compile's CUDA-graph
+    trees keep their memory pool, and its frozen weights, until dynamo is reset."""
+    import gc
+
+    torch.cuda.synchronize()
+    gc.collect()
+    torch._dynamo.reset()
+    torch.cuda.empty_cache()
 
 
 def _first(out: Any) -> torch.Tensor:
