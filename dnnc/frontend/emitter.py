@@ -81,6 +81,11 @@ class Checkpoint:
     kernels: frozenset[str]
 
 
+def narrows(dtype: torch.dtype) -> bool:
+    """Whether values of ``dtype`` are computed in float32 here (float64, ``knobs.float64``)."""
+    return dtype == torch.float64 and knobs.get().float64 == "float32"
+
+
 class Emitter(TcpBuilder):
     def __init__(self, block: Block, params: ParamStore):
         super().__init__(TcpBuilder.at_end(block).insert_point)
@@ -165,7 +170,7 @@ class Emitter(TcpBuilder):
             self.unsupported(f"{folded.reason}; computing it at compile time failed: {type(e).__name__}: {first}", node)
         if not isinstance(tensor, torch.Tensor):
             self.unsupported(f"{folded.reason}; its compile-time value is {type(tensor).__name__}, not a tensor", node)
-        if not (tensor.dtype == torch.float64 and knobs.get().float64 == "float32"):  # else a float32 parameter
+        if not narrows(tensor.dtype):  # else a float32 parameter
             try:
                 tensor_type(tensor.shape, tensor.dtype)
             except UnsupportedDtypeError as e:
@@ -187,7 +192,7 @@ class Emitter(TcpBuilder):
         """The element type a value the model computes in ``dtype`` has here: float64 is
         computed in float32 where ``knobs.float64`` says so (the node is remembered in
         ``narrowed``); a dtype dnnc has no type for refuses the node."""
-        if dtype == torch.float64 and knobs.get().float64 == "float32":
+        if narrows(dtype):
             self.narrowed.append(node or self.node)
             return f32
         try:
@@ -201,7 +206,7 @@ class Emitter(TcpBuilder):
 
     def param(self, name: str, tensor: torch.Tensor) -> SSAValue:
         if name not in self._param_values:
-            if tensor.dtype == torch.float64 and knobs.get().float64 == "float32":
+            if narrows(tensor.dtype):
                 tensor = tensor.float()  # a stored or computed float64 tensor, used in float32
                 self.narrowed.append(self.node)
             try:
