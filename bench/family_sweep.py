@@ -201,7 +201,7 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
     t = torch.tensor([3])
 
     def build(name: str) -> tuple[Any, tuple[Any, ...]]:
-        if name in ("sd3_transformer", "flux_transformer", "vae_decoder", "unet2d_condition"):
+        if name in ("sd3_transformer", "flux_transformer", "wan_transformer", "vae_decoder", "unet2d_condition"):
             return getattr(zoo, name)(batch=1)
         if name == "vae_encoder":
             return called(d.AutoencoderKL(**vae), lambda m, x: m.encode(x).latent_dist.mean, torch.randn(1, 3, 32, 32))
@@ -278,7 +278,7 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
                 return m(x, t, encoder_hidden_states=e, controlnet_cond=c, return_dict=False)[1]  # the mid-block residual
 
             return called(net, controlnet_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 3, 32, 32))
-        raise KeyError(name)
+        return _video_and_more(d, called, name)
 
     def seeded_build(name: str) -> tuple[Any, tuple[Any, ...]]:
         with seeded(0):
@@ -287,9 +287,162 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
     return {name: functools.partial(seeded_build, name) for name in DIFFUSERS}
 
 
+def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], name: str) -> tuple[Any, tuple[Any, ...]]:
+    """The video models (3-D convolutions: Stable Video Diffusion's UNet and decoder, CogVideoX,
+    LTX-Video, Wan's autoencoder) and other transformers (AuraFlow, Sana, Stable Audio)."""
+    import torch
+
+    t = torch.tensor([3])
+
+    def sample(m: Any, *xs: Any) -> Any:
+        return m(*xs).sample
+
+    def decoded(m: Any, z: Any) -> Any:
+        return m.decode(z).sample
+
+    if name == "svd_unet":
+        unet = d.UNetSpatioTemporalConditionModel(
+            sample_size=8,
+            in_channels=8,
+            out_channels=4,
+            down_block_types=("CrossAttnDownBlockSpatioTemporal", "DownBlockSpatioTemporal"),
+            up_block_types=("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"),
+            block_out_channels=(32, 64),
+            addition_time_embed_dim=8,
+            projection_class_embeddings_input_dim=24,
+            layers_per_block=1,
+            cross_attention_dim=32,
+            num_attention_heads=(2, 4),
+        )
+        return called(unet, sample, torch.randn(1, 2, 8, 8, 8), t, torch.randn(1, 1, 32), torch.randn(1, 3))
+    if name == "svd_decoder":
+        vae = d.AutoencoderKLTemporalDecoder(
+            block_out_channels=(32, 64), down_block_types=("DownEncoderBlock2D",) * 2, latent_channels=4, layers_per_block=1
+        )
+        return called(vae, lambda m, z: m.decode(z, num_frames=2).sample, torch.randn(2, 4, 8, 8))
+    if name == "cogvideox":
+        cog = d.CogVideoXTransformer3DModel(
+            num_attention_heads=2,
+            attention_head_dim=16,
+            in_channels=4,
+            out_channels=4,
+            time_embed_dim=8,
+            text_embed_dim=16,
+            num_layers=1,
+            sample_width=8,
+            sample_height=8,
+            sample_frames=5,
+            temporal_compression_ratio=4,
+            max_text_seq_length=8,
+        )
+        return called(cog, sample, torch.randn(1, 2, 4, 8, 8), torch.randn(1, 8, 16), t)
+    if name == "cogvideox_decoder":
+        vae = d.AutoencoderKLCogVideoX(
+            block_out_channels=(16, 32),
+            down_block_types=("CogVideoXDownBlock3D",) * 2,
+            up_block_types=("CogVideoXUpBlock3D",) * 2,
+            latent_channels=4,
+            layers_per_block=1,
+            norm_num_groups=8,
+            temporal_compression_ratio=2,
+        )
+        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+    if name == "ltx_video":
+        ltx = d.LTXVideoTransformer3DModel(
+            in_channels=8,
+            out_channels=8,
+            num_attention_heads=2,
+            attention_head_dim=16,
+            cross_attention_dim=32,
+            num_layers=1,
+            caption_channels=16,
+        )
+
+        def ltx_call(m: Any, x: Any, e: Any, t: Any, mask: Any) -> Any:
+            return m(x, e, t, mask, num_frames=2, height=4, width=4).sample
+
+        return called(ltx, ltx_call, torch.randn(1, 32, 8), torch.randn(1, 8, 16), t, torch.ones(1, 8))
+    if name == "ltx_video_decoder":
+        vae = d.AutoencoderKLLTXVideo(
+            block_out_channels=(16, 32),
+            decoder_block_out_channels=(16, 32),
+            layers_per_block=(1, 1, 1),
+            decoder_layers_per_block=(1, 1, 1),
+            spatio_temporal_scaling=(True, False),
+            decoder_spatio_temporal_scaling=(True, False),
+            decoder_inject_noise=(False, False, False),
+            upsample_residual=(False, False),
+            upsample_factor=(1, 1),
+            latent_channels=4,
+            patch_size=1,
+            patch_size_t=1,
+            down_block_types=("LTXVideoDownBlock3D",) * 2,
+        )
+        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+    if name == "wan_decoder":
+        vae = d.AutoencoderKLWan(base_dim=16, z_dim=4, dim_mult=[1, 2], num_res_blocks=1, temperal_downsample=[True])
+        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+    if name == "auraflow":
+        aura = d.AuraFlowTransformer2DModel(
+            sample_size=16,
+            patch_size=2,
+            in_channels=4,
+            num_mmdit_layers=1,
+            num_single_dit_layers=1,
+            attention_head_dim=16,
+            num_attention_heads=2,
+            joint_attention_dim=32,
+            caption_projection_dim=32,
+            out_channels=4,
+            pos_embed_max_size=64,
+        )
+
+        def aura_call(m: Any, x: Any, e: Any, t: Any) -> Any:
+            return m(x, encoder_hidden_states=e, timestep=t).sample
+
+        return called(aura, aura_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 32), t)
+    if name == "sana":
+        sana = d.SanaTransformer2DModel(
+            in_channels=4,
+            out_channels=4,
+            num_attention_heads=2,
+            attention_head_dim=16,
+            num_layers=1,
+            num_cross_attention_heads=2,
+            cross_attention_head_dim=16,
+            cross_attention_dim=32,
+            caption_channels=16,
+            sample_size=16,
+            patch_size=1,
+        )
+        return called(sana, sample, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 16), t)
+    if name == "stable_audio":
+        audio = d.StableAudioDiTModel(
+            sample_size=16,
+            in_channels=4,
+            num_layers=1,
+            attention_head_dim=16,
+            num_attention_heads=2,
+            num_key_value_attention_heads=1,
+            out_channels=4,
+            cross_attention_dim=32,
+            time_proj_dim=16,
+            global_states_input_dim=32,
+            cross_attention_input_dim=24,
+        )
+
+        def audio_call(m: Any, x: Any, t: Any, e: Any, g: Any) -> Any:
+            return m(x, t, e, g, return_dict=False)[0]
+
+        return called(audio, audio_call, torch.randn(1, 4, 16), t, torch.randn(1, 8, 24), torch.randn(1, 32))
+    raise KeyError(name)
+
+
 DIFFUSERS = [
     *("unet2d_condition", "unet_sdxl", "unet2d_skip", "controlnet", "sd3_transformer", "flux_transformer", "dit"),
     *("pixart", "vae_decoder", "vae_encoder", "autoencoder_tiny", "vq_model"),
+    *("wan_transformer", "wan_decoder", "svd_unet", "svd_decoder", "cogvideox", "cogvideox_decoder", "ltx_video"),
+    *("ltx_video_decoder", "auraflow", "sana", "stable_audio"),
 ]
 """diffusers models, small, at batch 1 (``_diffusers_models`` builds them)."""
 

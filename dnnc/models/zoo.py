@@ -380,6 +380,34 @@ def flux_transformer(
     return _Transformer(model, names).eval(), inputs
 
 
+def wan_transformer(
+    batch: int = 1, frames: int = 2, size: int = 16, layers: int = 2, heads: int = 2, head_dim: int = 32, context: int = 16
+) -> Example:
+    """A Wan-2.1-style ``WanTransformer3DModel`` (a video DiT: a 3-D patch embedding,
+    3-D rotary positions, self-attention over every frame's patches, cross-attention to
+    text) on 16-channel latents of ``frames`` x ``size`` x ``size``."""
+    diffusers = _require("diffusers")
+    with seeded(0):
+        model = diffusers.WanTransformer3DModel(
+            patch_size=(1, 2, 2),
+            num_attention_heads=heads,
+            attention_head_dim=head_dim,
+            in_channels=16,
+            out_channels=16,
+            text_dim=64,
+            freq_dim=64,
+            ffn_dim=4 * heads * head_dim,
+            num_layers=layers,
+            rope_max_seq_len=64,
+        ).eval()
+        inputs = (
+            torch.randn(batch, 16, frames, size, size),
+            torch.full((batch,), 500, dtype=torch.int64),
+            torch.randn(batch, context, 64),
+        )
+    return _Transformer(model, ("hidden_states", "timestep", "encoder_hidden_states")).eval(), inputs
+
+
 class _Decoder(nn.Module):
     """A diffusers autoencoder's decoder: latents in, the image out."""
 

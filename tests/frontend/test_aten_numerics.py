@@ -116,6 +116,17 @@ CASES = [
     Case("conv_groups", lambda: nn.Conv2d(6, 4, 1, groups=2), ((2, 6, 5, 5),)),
     Case("conv_depthwise", lambda: nn.Conv2d(8, 8, 3, padding=1, groups=8), ((1, 8, 7, 7),)),
     Case("conv1d", lambda: nn.Conv1d(3, 5, 3, stride=2, padding=1), ((2, 3, 11),)),
+    # 3-D convolutions: a video patch embedding, a temporal kernel, full kernels with
+    # strides, padding, dilation and groups (one 2-D convolution each)
+    Case("conv3d_patch", lambda: nn.Conv3d(3, 8, (1, 2, 2), stride=(1, 2, 2)), ((2, 3, 3, 8, 6),)),
+    Case("conv3d_temporal", lambda: nn.Conv3d(4, 6, (3, 1, 1), padding=(1, 0, 0), groups=2), ((1, 4, 5, 3, 4),)),
+    Case("conv3d_full", lambda: nn.Conv3d(3, 5, 3, padding=1), ((1, 3, 4, 6, 5),)),
+    Case(
+        "conv3d_strided_grouped",
+        lambda: nn.Conv3d(4, 6, (2, 3, 1), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(2, 1, 1), groups=2),
+        ((2, 4, 7, 5, 6),),
+    ),
+    Case("conv3d_functional", fn(lambda x, w: F.conv3d(x, w, stride=(1, 2, 1))), ((1, 2, 3, 6, 4), (3, 2, 2, 2, 2))),
     # norms
     Case("batchnorm", lambda: bn2d(5), ((2, 5, 3, 4),)),
     Case("batchnorm_no_affine", lambda: bn2d(3, affine=False), ((1, 3, 4, 4),)),

@@ -4,7 +4,7 @@ ConvNeXt V2, DeiT, BEiT, Swin, LeViT, GhostNet, MLP-Mixer, PoolFormer, DenseNet)
 other transformers encoders and decoders (DistilBERT, RoBERTa, ALBERT, DeBERTa-v2,
 GPT-Neo, OPT, BLOOM, Mistral, Qwen2, Gemma, Phi, Phi-3, GPT-NeoX, Falcon, mT5, CLIP,
 ViT, Swin, ConvNeXt, ResNet, SegFormer, wav2vec 2.0), a cross-attention diffusers
-UNet, SD3's and Flux's transformers and an autoencoder's decoder. Each is built small from its library's code with random weights, so the
+UNet, SD3's, Flux's and Wan's (video) transformers and an autoencoder's decoder. Each is built small from its library's code with random weights, so the
 tests show that coverage follows the families, not the zoo's own members."""
 
 from __future__ import annotations
@@ -313,6 +313,7 @@ FAMILIES = [
     FamilyCase("sd3_transformer", "diffusers", lambda: zoo.sd3_transformer(batch=2, size=16)),
     FamilyCase("flux_transformer", "diffusers", lambda: zoo.flux_transformer(batch=2, size=8)),
     FamilyCase("vae_decoder", "diffusers", lambda: zoo.vae_decoder(batch=2)),
+    FamilyCase("wan_transformer", "diffusers", lambda: zoo.wan_transformer(batch=2, frames=3, size=8)),
 ]
 
 

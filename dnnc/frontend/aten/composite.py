@@ -1,5 +1,5 @@
 """Rules for the ops ``torch.export`` keeps before decomposing to core ATen (conv1d,
-conv2d, linear, batch_norm, group_norm, layer_norm, dropout, softmax, pad, chunk,
+conv2d, conv3d, linear, batch_norm, group_norm, layer_norm, dropout, softmax, pad, chunk,
 unbind, ``Tensor.to``, ...; ``min.other`` and ``__and__`` share the rules of
 ``minimum`` and ``bitwise_and``), written as
 the core ops they decompose to. Decomposing re-traces the whole graph, about 60% of export
@@ -30,12 +30,12 @@ from dnnc.ir import tcp
 from dnnc.ir.types import shape_of
 
 
-@rule(aten.conv1d.default, aten.conv2d.default)
+@rule(aten.conv1d.default, aten.conv2d.default, aten.conv3d.default)
 def conv(
     em: Emitter, input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
 ) -> SSAValue:
-    """conv1d and conv2d of a batch; an unbatched input is left to the decomposition,
-    which adds the batch dimension around the convolution."""
+    """conv1d, conv2d and conv3d of a batch; an unbatched input is left to the
+    decomposition, which adds the batch dimension around the convolution."""
     spatial = len(shape_of(em.value(weight))) - 2
     if len(shape_of(em.value(input))) != spatial + 2:
         em.unsupported(f"conv{spatial}d of an unbatched input")

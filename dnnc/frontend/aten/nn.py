@@ -10,6 +10,7 @@ from xdsl.ir import SSAValue
 from dnnc.frontend.aten.elementwise import binary
 from dnnc.frontend.aten.reductions import reduce
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
+from dnnc.frontend.aten.shape import slice_value
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
@@ -68,12 +69,14 @@ def convolution(
         em.unsupported("transposed convolution")
     x, w = em.value(input), em.value(weight)
     rank = len(shape_of(x))
+    if rank == 5:
+        return _conv3d(em, x, w, bias, stride, padding, dilation, groups)
     if rank == 3:  # conv1d as a conv2d over a height of 1
         x = em.reshape(x, (shape_of(x)[0], shape_of(x)[1], 1, shape_of(x)[2]))
         w = em.reshape(w, (*shape_of(w)[:2], 1, shape_of(w)[2]))
         stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
     elif rank != 4:
-        em.unsupported(f"{rank - 2}-D convolution (only 1-D and 2-D are supported)")
+        em.unsupported(f"{rank - 2}-D convolution (only 1-D, 2-D and 3-D are supported)")
     ph, pw = _pair(em, padding, "padding")
     y = em.build(
         tcp.Conv2dOp,
@@ -88,6 +91,67 @@ def convolution(
         b = em.reshape(em.value(bias), (1, channels, 1, 1))
         y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
     return em.reshape(y, shape_of(em.result_type()))
+
+
+def _triple(em: Emitter, values: Any, name: str) -> list[int]:
+    values = [values] if isinstance(values, int) else list(values)
+    values = values * 3 if len(values) == 1 else values
+    if len(values) != 3:
+        em.unsupported(f"3-D convolution {name} {values}")
+    return [int(v) for v in values]
+
+
+def _conv3d(em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> SSAValue:
+    """A 3-D convolution (video models: a patch embedding, temporal and spatio-temporal
+    kernels) as one 2-D convolution, so both GPU backends run it as they run any other.
+
+    A kernel that is 1x1 in space with unit spatial stride is a 2-D convolution over
+    (time, height x width). Otherwise time folds into the batch: each of the kernel's
+    ``kt`` time taps reads a strided slice of the time-padded input, the slices are
+    stacked into the input channels (tap-major within each group) and the kernel's taps
+    into its input channels in the same order, so one 2-D convolution sums over them."""
+    n, c, t, h, wd = shape_of(x)
+    o, cg, kt, kh, kw = shape_of(w)
+    (st, sh, sw), (pt, ph, pw) = _triple(em, stride, "stride"), _triple(em, padding, "padding")
+    dt, dh, dw = _triple(em, dilation, "dilation")
+    t_out = (t + 2 * pt - dt * (kt - 1) - 1) // st + 1
+    if (kh, kw, sh, sw, ph, pw) == (1, 1, 1, 1, 0, 0):
+        flat = em.reshape(x, (n, c, t, h * wd))
+        y = em.build(
+            tcp.Conv2dOp,
+            [flat, em.reshape(w, (o, cg, kt, 1))],
+            stride=i64_array([st, 1]),
+            padding=i64_array([pt, pt, 0, 0]),
+            dilation=i64_array([dt, 1]),
+            groups=int_attr(groups),
+        )
+        y = em.reshape(y, (n, o, t_out, h, wd))
+    else:
+        if pt:
+            x = em.build(tcp.PadOp, [x], low=i64_array([0, 0, pt, 0, 0]), high=i64_array([0, 0, pt, 0, 0]), value=float_attr(0.0))
+        taps = []
+        for i in range(kt):
+            start = i * dt
+            tap = slice_value(em, x, 2, start, start + (t_out - 1) * st + 1, st)  # n, c, t_out, h, w
+            tap = em.transpose(tap, (0, 2, 1, 3, 4))
+            taps.append(em.reshape(tap, (n, t_out, groups, 1, cg, h, wd)))
+        stacked = taps[0] if kt == 1 else em.build(tcp.ConcatOp, [taps], axis=int_attr(3))
+        stacked = em.reshape(stacked, (n * t_out, kt * c, h, wd))
+        kernel = em.reshape(em.transpose(w, (0, 2, 1, 3, 4)), (o, kt * cg, kh, kw))
+        y = em.build(
+            tcp.Conv2dOp,
+            [stacked, kernel],
+            stride=i64_array([sh, sw]),
+            padding=i64_array([ph, ph, pw, pw]),
+            dilation=i64_array([dh, dw]),
+            groups=int_attr(groups),
+        )
+        _, _, h_out, w_out = shape_of(y)
+        y = em.transpose(em.reshape(y, (n, t_out, o, h_out, w_out)), (0, 2, 1, 3, 4))
+    if bias is not None:
+        b = em.reshape(em.value(bias), (1, o, 1, 1, 1))
+        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
+    return y
 
 
 def _vector_or(em: Emitter, arg: Any, channels: int, element: Any, fill: float) -> SSAValue:
