@@ -127,3 +127,31 @@ def test_summary_counts_the_weights_and_workspaces_a_program_holds(rng: torch.Ge
     shared, own = torch.empty(1000, dtype=torch.uint8), torch.empty(24, dtype=torch.uint8)
     kernels[0].workspace, kernels[1].workspace, kernels[2].workspace = shared, shared[:10], own
     assert executor.memory() == {"weights_bytes": weights, "workspace_bytes": 1024}
+
+
+class Video(nn.Module):
+    """A patch embedding, a grouped temporal kernel and a full 3-D kernel: the three forms
+    a 3-D convolution imports as."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patch = nn.Conv3d(4, 8, (1, 2, 2), stride=(1, 2, 2))
+        self.temporal = nn.Conv3d(8, 8, (3, 1, 1), padding=(1, 0, 0), groups=2)
+        self.full = nn.Conv3d(8, 6, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.full(torch.relu(self.temporal(self.patch(x))))
+
+
+def test_3d_convolutions_lower_for_the_gpu(rng: torch.Generator) -> None:
+    """Lowered for the GPU and run with Triton's interpreter (cuDNN's graphs, where the
+    frontend is installed, fall back here): the same result as the reference backend."""
+    model = Video().eval()
+    x = torch.randn(2, 4, 3, 8, 6, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    expected = ReferenceExecutor(program).run([x])
+    lower_for_gpu(program, backends=["cudnn", "triton"])
+    executor = GpuExecutor(program, "cpu")
+    (got,) = executor.run([x])
+    assert_matches(got, expected[0], torch.float32)
+    assert not executor.summary()["torch_ops"], executor.summary()
