@@ -126,6 +126,20 @@ CASES = [
         lambda: nn.Conv3d(4, 6, (2, 3, 1), stride=(2, 1, 2), padding=(1, 0, 1), dilation=(2, 1, 1), groups=2),
         ((2, 4, 7, 5, 6),),
     ),
+    # transposed convolutions: a kernel that tiles the output (a 1x1 convolution and a
+    # pixel spread), and the general form with stride, padding, output padding, dilation
+    # and groups; 1-D as a vocoder's upsampling
+    Case("conv_transpose_tiling", lambda: nn.ConvTranspose2d(4, 6, 2, stride=2), ((2, 4, 5, 7),)),
+    Case(
+        "conv_transpose_general",
+        lambda: nn.ConvTranspose2d(4, 6, (3, 5), stride=(2, 3), padding=(2, 1), output_padding=(1, 0), dilation=(1, 2), groups=2),
+        ((1, 4, 5, 6),),
+    ),
+    Case("conv_transpose_crop", lambda: nn.ConvTranspose2d(6, 6, 4, stride=2, padding=3, groups=3, bias=False), ((1, 6, 7, 5),)),
+    Case("conv_transpose1d", lambda: nn.ConvTranspose1d(4, 3, 16, stride=8, padding=4), ((2, 4, 9),)),
+    Case(
+        "conv_transpose_functional", fn(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1)), ((1, 3, 4, 5), (3, 2, 3, 3))
+    ),
     Case("conv3d_functional", fn(lambda x, w: F.conv3d(x, w, stride=(1, 2, 1))), ((1, 2, 3, 6, 4), (3, 2, 2, 2, 2))),
     # norms
     Case("batchnorm", lambda: bn2d(5), ((2, 5, 3, 4),)),

@@ -155,3 +155,28 @@ def test_3d_convolutions_lower_for_the_gpu(rng: torch.Generator) -> None:
     (got,) = executor.run([x])
     assert_matches(got, expected[0], torch.float32)
     assert not executor.summary()["torch_ops"], executor.summary()
+
+
+class Upsampler(nn.Module):
+    """Transposed convolutions in their two forms: one that tiles its output (kernel =
+    stride) and the general one (stride 2, padding, output padding, groups)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tile = nn.ConvTranspose2d(4, 8, 2, stride=2)
+        self.general = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.general(torch.relu(self.tile(x)))
+
+
+def test_transposed_convolutions_lower_for_the_gpu(rng: torch.Generator) -> None:
+    model = Upsampler().eval()
+    x = torch.randn(2, 4, 5, 6, generator=rng)
+    program = to_canonical_tcp(model, (x,))
+    expected = ReferenceExecutor(program).run([x])
+    lower_for_gpu(program, backends=["cudnn", "triton"])
+    executor = GpuExecutor(program, "cpu")
+    (got,) = executor.run([x])
+    assert_matches(got, expected[0], torch.float32)
+    assert not executor.summary()["torch_ops"], executor.summary()

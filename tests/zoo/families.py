@@ -3,7 +3,7 @@
 ConvNeXt V2, DeiT, BEiT, Swin, LeViT, GhostNet, MLP-Mixer, PoolFormer, DenseNet),
 other transformers encoders and decoders (DistilBERT, RoBERTa, ALBERT, DeBERTa-v2,
 GPT-Neo, OPT, BLOOM, Mistral, Qwen2, Gemma, Phi, Phi-3, GPT-NeoX, Falcon, mT5, CLIP,
-ViT, Swin, ConvNeXt, ResNet, SegFormer, wav2vec 2.0), a cross-attention diffusers
+ViT, Swin, ConvNeXt, ResNet, SegFormer, Depth Anything, wav2vec 2.0), a cross-attention diffusers
 UNet, SD3's, Flux's and Wan's (video) transformers and an autoencoder's decoder. Each is built small from its library's code with random weights, so the
 tests show that coverage follows the families, not the zoo's own members."""
 
@@ -233,6 +233,33 @@ FAMILIES = [
             num_attention_heads=[1, 2, 2, 4],
             decoder_hidden_size=64,
             **STAGES,
+        ),
+    ),
+    FamilyCase(
+        "depth_anything",
+        "transformers",
+        _hf(
+            "DepthAnythingConfig",
+            "DepthAnythingForDepthEstimation",
+            "predicted_depth",
+            "image",
+            64,
+            backbone_config=dict(
+                model_type="dinov2",
+                hidden_size=32,
+                num_hidden_layers=4,
+                num_attention_heads=2,
+                intermediate_size=64,
+                image_size=64,
+                patch_size=16,
+                out_features=["stage1", "stage2", "stage3", "stage4"],
+                reshape_hidden_states=False,
+            ),
+            patch_size=16,
+            neck_hidden_sizes=[16, 32, 64, 64],
+            fusion_hidden_size=32,
+            reassemble_hidden_size=32,
+            head_hidden_size=16,
         ),
     ),
     FamilyCase(

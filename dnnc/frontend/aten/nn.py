@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from xdsl.dialects.builtin import i64
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.elementwise import binary
 from dnnc.frontend.aten.reductions import reduce
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.aten.shape import slice_value
+from dnnc.frontend.aten.shape import gather, slice_value
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
-from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.ir.types import element_of, shape_of, tensor_type, torch_dtype
 
 
 def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
@@ -65,10 +66,10 @@ def convolution(
     output_padding: Any,
     groups: int,
 ) -> SSAValue:
-    if transposed:
-        em.unsupported("transposed convolution")
     x, w = em.value(input), em.value(weight)
     rank = len(shape_of(x))
+    if transposed:
+        return _conv_transpose(em, x, w, bias, stride, padding, dilation, output_padding, groups)
     if rank == 5:
         return _conv3d(em, x, w, bias, stride, padding, dilation, groups)
     if rank == 3:  # conv1d as a conv2d over a height of 1
@@ -91,6 +92,102 @@ def convolution(
         b = em.reshape(em.value(bias), (1, channels, 1, 1))
         y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
     return em.reshape(y, shape_of(em.result_type()))
+
+
+def _conv_transpose(
+    em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, padding: Any, dilation: Any, output_padding: Any, groups: int
+) -> SSAValue:
+    """A 1-D or 2-D transposed convolution (decoders, upsampling heads, vocoders) as a
+    2-D convolution.
+
+    A kernel that tiles the output (kernel = stride, no padding or dilation, one group:
+    DPT's and SAM's upsampling) is a 1x1 convolution to ``cout x kh x kw`` channels whose
+    pixels are then spread into their ``kh x kw`` patches. Any other is the convolution
+    of the input with ``stride - 1`` zeros between its pixels, padded by ``dilation x
+    (kernel - 1) - padding`` (plus ``output_padding`` at the end; a negative pad crops),
+    with the kernel flipped in space and its input and output channels swapped within
+    each group. The kernel's rearrangement is fold-params' work when it is a weight."""
+    rank = len(shape_of(x))
+    if rank == 3:  # 1-D as 2-D over a height of 1
+        n, c, length = shape_of(x)
+        y = _conv_transpose(
+            em,
+            em.reshape(x, (n, c, 1, length)),
+            em.reshape(w, (*shape_of(w)[:2], 1, shape_of(w)[2])),
+            bias,
+            [1, *stride],
+            [0, *padding],
+            [1, *dilation],
+            [0, *output_padding],
+            groups,
+        )
+        return em.reshape(y, (n, shape_of(y)[1], shape_of(y)[3]))
+    if rank != 4:
+        em.unsupported(f"{rank - 2}-D transposed convolution (only 1-D and 2-D are supported)")
+    n, cin, h, wd = shape_of(x)
+    _, cout_g, kh, kw = shape_of(w)
+    cout = cout_g * groups
+    (sh, sw), (ph, pw) = _pair(em, stride, "stride"), _pair(em, padding, "padding")
+    (dh, dw), (oh, ow) = _pair(em, dilation, "dilation"), _pair(em, output_padding, "output_padding", [0, 0])
+    if (kh, kw) == (sh, sw) and (ph, pw, dh, dw, oh, ow, groups) == (0, 0, 1, 1, 0, 0, 1):
+        kernel = em.reshape(em.transpose(w, (1, 2, 3, 0)), (cout * kh * kw, cin, 1, 1))
+        y = em.build(
+            tcp.Conv2dOp,
+            [x, kernel],
+            stride=i64_array([1, 1]),
+            padding=i64_array([0, 0, 0, 0]),
+            dilation=i64_array([1, 1]),
+            groups=int_attr(1),
+        )
+        y = em.transpose(em.reshape(y, (n, cout, kh, kw, h, wd)), (0, 1, 4, 2, 5, 3))
+        y = em.reshape(y, (n, cout, h * kh, wd * kw))
+    else:
+        spread = em.reshape(x, (n, cin, h, 1, wd, 1))
+        if (sh, sw) != (1, 1):
+            spread = em.build(
+                tcp.PadOp,
+                [spread],
+                low=i64_array([0] * 6),
+                high=i64_array([0, 0, 0, sh - 1, 0, sw - 1]),
+                value=float_attr(0.0),
+            )
+        spread = em.reshape(spread, (n, cin, h * sh, wd * sw))  # stride - 1 zeros after every pixel
+        low = [dh * (kh - 1) - ph, dw * (kw - 1) - pw]
+        high = [low[0] + oh - (sh - 1), low[1] + ow - (sw - 1)]  # the trailing zeros count already
+        spread = _pad_or_crop(em, spread, low, high)
+        flipped = w
+        for axis, k in ((2, kh), (3, kw)):
+            if k > 1:
+                flipped = gather(em, flipped, em.emit(tcp.IotaOp(k - 1, -1, tensor_type((k,), i64))), axis)
+        kernel = em.reshape(flipped, (groups, cin // groups, cout_g, kh, kw))
+        kernel = em.reshape(em.transpose(kernel, (0, 2, 1, 3, 4)), (cout, cin // groups, kh, kw))
+        y = em.build(
+            tcp.Conv2dOp,
+            [spread, kernel],
+            stride=i64_array([1, 1]),
+            padding=i64_array([0, 0, 0, 0]),
+            dilation=i64_array([dh, dw]),
+            groups=int_attr(groups),
+        )
+    if bias is not None:
+        b = em.reshape(em.value(bias), (1, cout, 1, 1))
+        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
+    return y
+
+
+def _pad_or_crop(em: Emitter, x: SSAValue, low: list[int], high: list[int]) -> SSAValue:
+    """``x`` padded with zeros on its last two axes by ``low`` / ``high`` (a negative
+    amount crops)."""
+    lead = [0] * (len(shape_of(x)) - 2)
+    grow_low, grow_high = [max(v, 0) for v in low], [max(v, 0) for v in high]
+    if any(grow_low + grow_high):
+        x = em.build(tcp.PadOp, [x], low=i64_array(lead + grow_low), high=i64_array(lead + grow_high), value=float_attr(0.0))
+    for i, (lo, hi) in enumerate(zip(low, high)):
+        axis = len(lead) + i
+        if lo < 0 or hi < 0:
+            size = shape_of(x)[axis]
+            x = slice_value(em, x, axis, -min(lo, 0), size + min(hi, 0))
+    return x
 
 
 def _triple(em: Emitter, values: Any, name: str) -> list[int]:
