@@ -41,7 +41,7 @@ def test_unsupported_op_names_op_and_source_line() -> None:
 class Upsample(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.up = nn.ConvTranspose2d(3, 2, 3)
+        self.up = nn.ConvTranspose3d(3, 2, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.up(x)
@@ -49,10 +49,10 @@ class Upsample(nn.Module):
 
 def test_unsupported_argument_value_names_module() -> None:
     with pytest.raises(UnsupportedOpError) as info:
-        compile_program(Upsample(), [torch.randn(1, 3, 5, 5)])
+        compile_program(Upsample(), [torch.randn(1, 3, 4, 5, 5)])
     message = str(info.value)
-    assert re.search(r"aten\.convolution\.default +x1 +transposed convolution", message)
-    assert "in module up (ConvTranspose2d)" in message
+    assert re.search(r"aten\.convolution\.default +x1 +3-D transposed convolution \(only 1-D and 2-D", message)
+    assert "in module up (ConvTranspose3d)" in message
 
 
 def test_training_mode_batchnorm_is_refused() -> None:
