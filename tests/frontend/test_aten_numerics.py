@@ -137,6 +137,12 @@ CASES = [
     ),
     Case("conv_transpose_crop", lambda: nn.ConvTranspose2d(6, 6, 4, stride=2, padding=3, groups=3, bias=False), ((1, 6, 7, 5),)),
     Case("conv_transpose1d", lambda: nn.ConvTranspose1d(4, 3, 16, stride=8, padding=4), ((2, 4, 9),)),
+    Case("conv_transpose3d_tiling", lambda: nn.ConvTranspose3d(3, 4, (1, 2, 2), stride=(1, 2, 2)), ((1, 3, 2, 3, 4),)),
+    Case(
+        "conv_transpose3d_general",
+        lambda: nn.ConvTranspose3d(4, 6, (3, 3, 2), stride=(1, 2, 2), padding=(1, 0, 1), dilation=(2, 1, 1), groups=2),
+        ((1, 4, 3, 4, 3),),
+    ),
     Case(
         "conv_transpose_functional", fn(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1)), ((1, 3, 4, 5), (3, 2, 3, 3))
     ),

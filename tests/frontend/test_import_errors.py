@@ -38,21 +38,21 @@ def test_unsupported_op_names_op_and_source_line() -> None:
     assert "torch.special.digamma(y)" in message
 
 
-class Upsample(nn.Module):
+class Pool(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.up = nn.ConvTranspose3d(3, 2, 3)
+        self.pool = nn.AvgPool2d(2, divisor_override=3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.up(x)
+        return self.pool(x)
 
 
 def test_unsupported_argument_value_names_module() -> None:
     with pytest.raises(UnsupportedOpError) as info:
-        compile_program(Upsample(), [torch.randn(1, 3, 4, 5, 5)])
+        compile_program(Pool(), [torch.randn(1, 3, 4, 4)])
     message = str(info.value)
-    assert re.search(r"aten\.convolution\.default +x1 +3-D transposed convolution \(only 1-D and 2-D", message)
-    assert "in module up (ConvTranspose3d)" in message
+    assert re.search(r"aten\.avg_pool2d\.default +x1 +avg_pool2d with divisor_override", message)
+    assert "in module pool (AvgPool2d)" in message
 
 
 def test_training_mode_batchnorm_is_refused() -> None:

@@ -32,14 +32,14 @@ def _row(message: str, op: str) -> str:
 class ThreeProblems(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.up = nn.ConvTranspose3d(1, 2, 3)
+        self.pool = nn.AvgPool2d(2, divisor_override=3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = torch.linalg.det(x)  # MARK-det
         h = torch.histc(x, bins=4)  # MARK-histc
         again = torch.linalg.det(x * 2)
-        up = self.up(x.unsqueeze(0))  # MARK-up
-        return d.sum() + h.sum() + again.sum() + up.sum()
+        pooled = self.pool(x)  # MARK-pool
+        return d.sum() + h.sum() + again.sum() + pooled.sum()
 
 
 def test_every_unsupported_op_is_reported_once_with_count_reason_and_first_line() -> None:
@@ -53,15 +53,14 @@ def test_every_unsupported_op_is_reported_once_with_count_reason_and_first_line(
     assert re.search(r" x2 +no import rule +\(first at ", det)
     assert f"{HERE.name}:{_line_of('MARK-det')}: d = torch.linalg.det(x)" in det
     assert f"{HERE.name}:{_line_of('MARK-histc')}" in _row(message, "aten.histc.default")
-    conv = _row(message, "aten.convolution.default")
-    # the rule's own refusal
-    assert re.search(r" x1 +3-D transposed convolution \(only 1-D and 2-D are supported\) +\(first at ", conv)
-    assert f":{_line_of('MARK-up')}:" in conv and "(in module up (ConvTranspose3d))" in conv
+    pool = _row(message, "aten.avg_pool2d.default")
+    assert re.search(r" x1 +avg_pool2d with divisor_override +\(first at ", pool)  # the rule's own refusal
+    assert f":{_line_of('MARK-pool')}:" in pool and "(in module pool (AvgPool2d))" in pool
     ops = info.value.problems
     assert [(p.op, p.count) for p in ops] == [  # type: ignore[attr-defined]
         ("aten._linalg_det.default", 2),
         ("aten.histc.default", 1),
-        ("aten.convolution.default", 1),
+        ("aten.avg_pool2d.default", 1),
     ]
 
 

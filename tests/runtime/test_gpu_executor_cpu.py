@@ -157,7 +157,23 @@ class Upsampler(nn.Module):
         return self.general(torch.relu(self.tile(x)))
 
 
-@pytest.mark.parametrize("model,shape", [(Video, (2, 4, 3, 8, 6)), (Upsampler, (2, 4, 5, 6))], ids=["3d", "transposed"])
+class VideoUpsampler(nn.Module):
+    """A 3-D transposed convolution of each form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tile = nn.ConvTranspose3d(4, 4, (1, 2, 2), stride=(1, 2, 2))
+        self.general = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.general(torch.relu(self.tile(x)))
+
+
+@pytest.mark.parametrize(
+    "model,shape",
+    [(Video, (2, 4, 3, 8, 6)), (Upsampler, (2, 4, 5, 6)), (VideoUpsampler, (1, 4, 2, 3, 4))],
+    ids=["3d", "transposed", "transposed-3d"],
+)
 def test_convolutions_of_other_forms_lower_for_the_gpu(
     model: type[nn.Module], shape: tuple[int, ...], rng: torch.Generator
 ) -> None:

@@ -1,5 +1,5 @@
 """Rules for the ops ``torch.export`` keeps before decomposing to core ATen (conv1d,
-conv2d, conv3d, conv_transpose1d/2d, linear, batch_norm, group_norm, layer_norm,
+conv2d, conv3d, conv_transpose1d/2d/3d, linear, batch_norm, group_norm, layer_norm,
 dropout, softmax, pad, chunk, unbind, ``Tensor.to``, ...; ``min.other`` and ``__and__`` share the rules of
 ``minimum`` and ``bitwise_and``), written as
 the core ops they decompose to. Decomposing re-traces the whole graph, about 60% of export
@@ -42,7 +42,7 @@ def conv(
     return convolution(em, input, weight, bias, stride, padding, dilation, False, [0] * spatial, groups)
 
 
-@rule(aten.conv_transpose1d.default, aten.conv_transpose2d.input)
+@rule(aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.conv_transpose3d.input)
 def conv_transpose(
     em: Emitter,
     input: Any,
@@ -54,8 +54,8 @@ def conv_transpose(
     groups: int = 1,
     dilation: Any = 1,
 ) -> SSAValue:
-    """conv_transpose1d and conv_transpose2d of a batch (an unbatched input is left to
-    the decomposition)."""
+    """conv_transpose1d, 2d and 3d of a batch (an unbatched input is left to the
+    decomposition)."""
     spatial = len(shape_of(em.value(weight))) - 2
     if len(shape_of(em.value(input))) != spatial + 2:
         em.unsupported(f"conv_transpose{spatial}d of an unbatched input")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -97,16 +98,17 @@ def convolution(
 def _conv_transpose(
     em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, padding: Any, dilation: Any, output_padding: Any, groups: int
 ) -> SSAValue:
-    """A 1-D or 2-D transposed convolution (decoders, upsampling heads, vocoders) as a
-    2-D convolution.
+    """A transposed convolution (decoders, upsampling heads, vocoders, 3-D segmentation
+    networks) as a forward one.
 
     A kernel that tiles the output (kernel = stride, no padding or dilation, one group:
-    DPT's and SAM's upsampling) is a 1x1 convolution to ``cout x kh x kw`` channels whose
-    pixels are then spread into their ``kh x kw`` patches. Any other is the convolution
-    of the input with ``stride - 1`` zeros between its pixels, padded by ``dilation x
-    (kernel - 1) - padding`` (plus ``output_padding`` at the end; a negative pad crops),
-    with the kernel flipped in space and its input and output channels swapped within
-    each group. The kernel's rearrangement is fold-params' work when it is a weight."""
+    DPT's and SAM's upsampling) is a 1x1 convolution to ``cout x prod(kernel)`` channels
+    whose pixels are then spread into their patches. Any other is the convolution of the
+    input with ``stride - 1`` zeros between its pixels, padded by ``dilation x (kernel -
+    1) - padding`` (plus ``output_padding`` at the end; a negative pad crops), with the
+    kernel flipped in space and its input and output channels swapped within each group.
+    The kernel's rearrangement is fold-params' work when it is a weight. 1-D goes through
+    2-D; 3-D through ``_conv3d``."""
     rank = len(shape_of(x))
     if rank == 3:  # 1-D as 2-D over a height of 1
         n, c, length = shape_of(x)
@@ -122,63 +124,65 @@ def _conv_transpose(
             groups,
         )
         return em.reshape(y, (n, shape_of(y)[1], shape_of(y)[3]))
-    if rank != 4:
-        em.unsupported(f"{rank - 2}-D transposed convolution (only 1-D and 2-D are supported)")
-    n, cin, h, wd = shape_of(x)
-    _, cout_g, kh, kw = shape_of(w)
+    if rank not in (4, 5):
+        em.unsupported(f"{rank - 2}-D transposed convolution (only 1-D, 2-D and 3-D are supported)")
+    dims = rank - 2
+    tuple_of = _pair if dims == 2 else _triple
+    n, cin, *size = shape_of(x)
+    _, cout_g, *kernel = shape_of(w)
     cout = cout_g * groups
-    (sh, sw), (ph, pw) = _pair(em, stride, "stride"), _pair(em, padding, "padding")
-    (dh, dw), (oh, ow) = _pair(em, dilation, "dilation"), _pair(em, output_padding, "output_padding", [0, 0])
-    if (kh, kw) == (sh, sw) and (ph, pw, dh, dw, oh, ow, groups) == (0, 0, 1, 1, 0, 0, 1):
-        kernel = em.reshape(em.transpose(w, (1, 2, 3, 0)), (cout * kh * kw, cin, 1, 1))
-        y = em.build(
-            tcp.Conv2dOp,
-            [x, kernel],
-            stride=i64_array([1, 1]),
-            padding=i64_array([0, 0, 0, 0]),
-            dilation=i64_array([1, 1]),
-            groups=int_attr(1),
-        )
-        y = em.transpose(em.reshape(y, (n, cout, kh, kw, h, wd)), (0, 1, 4, 2, 5, 3))
-        y = em.reshape(y, (n, cout, h * kh, wd * kw))
-    else:
-        spread = em.reshape(x, (n, cin, h, 1, wd, 1))
-        if (sh, sw) != (1, 1):
-            spread = em.build(
-                tcp.PadOp,
-                [spread],
-                low=i64_array([0] * 6),
-                high=i64_array([0, 0, 0, sh - 1, 0, sw - 1]),
-                value=float_attr(0.0),
-            )
-        spread = em.reshape(spread, (n, cin, h * sh, wd * sw))  # stride - 1 zeros after every pixel
-        low = [dh * (kh - 1) - ph, dw * (kw - 1) - pw]
-        high = [low[0] + oh - (sh - 1), low[1] + ow - (sw - 1)]  # the trailing zeros count already
-        spread = _pad_or_crop(em, spread, low, high)
-        flipped = w
-        for axis, k in ((2, kh), (3, kw)):
-            if k > 1:
-                flipped = gather(em, flipped, em.emit(tcp.IotaOp(k - 1, -1, tensor_type((k,), i64))), axis)
-        kernel = em.reshape(flipped, (groups, cin // groups, cout_g, kh, kw))
-        kernel = em.reshape(em.transpose(kernel, (0, 2, 1, 3, 4)), (cout, cin // groups, kh, kw))
-        y = em.build(
-            tcp.Conv2dOp,
-            [spread, kernel],
-            stride=i64_array([1, 1]),
-            padding=i64_array([0, 0, 0, 0]),
-            dilation=i64_array([dh, dw]),
-            groups=int_attr(groups),
-        )
-    if bias is not None:
-        b = em.reshape(em.value(bias), (1, cout, 1, 1))
-        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
-    return y
+    strides, pads = tuple_of(em, stride, "stride"), tuple_of(em, padding, "padding")
+    dilations, extra = tuple_of(em, dilation, "dilation"), tuple_of(em, output_padding or [0], "output_padding")
+    if kernel == strides and not any(pads + extra) and dilations == [1] * dims and groups == 1:
+        taps = math.prod(kernel)
+        weights = em.reshape(em.transpose(w, (*range(1, rank), 0)), (cout * taps, cin, *[1] * dims))
+        y = _forward_conv(em, x, weights, [0] * dims, [1] * dims, 1)
+        y = em.reshape(y, (n, cout, *kernel, *size))  # per pixel, its patch
+        order = [0, 1] + [a for d in range(dims) for a in (2 + dims + d, 2 + d)]  # (size_d, kernel_d) pairs
+        return _add_bias(em, em.reshape(em.transpose(y, order), (n, cout, *[s * k for s, k in zip(size, kernel)])), bias)
+    spread = em.reshape(x, (n, cin, *[a for s in size for a in (s, 1)]))
+    if any(st > 1 for st in strides):
+        high = [0, 0] + [a for st in strides for a in (0, st - 1)]
+        spread = em.build(tcp.PadOp, [spread], low=i64_array([0] * len(high)), high=i64_array(high), value=float_attr(0.0))
+    spread = em.reshape(spread, (n, cin, *[s * st for s, st in zip(size, strides)]))  # stride - 1 zeros after each
+    low = [d * (k - 1) - p for d, k, p in zip(dilations, kernel, pads)]
+    high = [lo + e - (st - 1) for lo, e, st in zip(low, extra, strides)]  # the trailing zeros count already
+    spread = _pad_or_crop(em, spread, low, high)
+    flipped = w
+    for axis, k in enumerate(kernel, start=2):
+        if k > 1:
+            flipped = gather(em, flipped, em.emit(tcp.IotaOp(k - 1, -1, tensor_type((k,), i64))), axis)
+    weights = em.reshape(flipped, (groups, cin // groups, cout_g, *kernel))
+    weights = em.reshape(em.transpose(weights, (0, 2, 1, *range(3, 3 + dims))), (cout, cin // groups, *kernel))
+    return _add_bias(em, _forward_conv(em, spread, weights, [0] * dims, dilations, groups), bias)
+
+
+def _forward_conv(em: Emitter, x: SSAValue, w: SSAValue, padding: list[int], dilation: list[int], groups: int) -> SSAValue:
+    """A unit-stride 2-D or 3-D convolution (3-D through ``_conv3d``), without bias."""
+    if len(padding) == 3:
+        return _conv3d(em, x, w, None, [1, 1, 1], padding, dilation, groups)
+    return em.build(
+        tcp.Conv2dOp,
+        [x, w],
+        stride=i64_array([1, 1]),
+        padding=i64_array([padding[0], padding[0], padding[1], padding[1]]),
+        dilation=i64_array(dilation),
+        groups=int_attr(groups),
+    )
+
+
+def _add_bias(em: Emitter, y: SSAValue, bias: Any) -> SSAValue:
+    if bias is None:
+        return y
+    shape = shape_of(y)
+    b = em.reshape(em.value(bias), (1, shape[1], *[1] * (len(shape) - 2)))
+    return em.build(tcp.AddOp, [y, em.broadcast_to(b, shape)])
 
 
 def _pad_or_crop(em: Emitter, x: SSAValue, low: list[int], high: list[int]) -> SSAValue:
-    """``x`` padded with zeros on its last two axes by ``low`` / ``high`` (a negative
-    amount crops)."""
-    lead = [0] * (len(shape_of(x)) - 2)
+    """``x`` padded with zeros on its last ``len(low)`` axes by ``low`` / ``high`` (a
+    negative amount crops)."""
+    lead = [0] * (len(shape_of(x)) - len(low))
     grow_low, grow_high = [max(v, 0) for v in low], [max(v, 0) for v in high]
     if any(grow_low + grow_high):
         x = em.build(tcp.PadOp, [x], low=i64_array(lead + grow_low), high=i64_array(lead + grow_high), value=float_attr(0.0))
