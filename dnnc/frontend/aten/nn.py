@@ -12,24 +12,28 @@ from xdsl.ir import SSAValue
 from dnnc.frontend.aten.elementwise import binary
 from dnnc.frontend.aten.reductions import reduce
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.aten.shape import gather, slice_value
+from dnnc.frontend.aten.shape import gather, pad_or_crop, slice_value
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
 from dnnc.ir.types import element_of, shape_of, tensor_type, torch_dtype
 
 
-def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
+def _per_axis(em: Emitter, values: Any, name: str, dims: int, default: Any = None) -> list[int]:
+    """A convolution's or pool's ``stride``, ``padding``... as one int per spatial axis
+    (one value given stands for every axis)."""
     if values is None or (isinstance(values, (list, tuple)) and len(values) == 0):
         values = default
-    if isinstance(values, int):
-        values = [values]
-    values = list(values)
+    values = [values] if isinstance(values, int) else list(values)
     if len(values) == 1:
-        values = values * 2
-    if len(values) != 2:
-        em.unsupported(f"{name} {values} (2-D only)")
+        values = values * dims
+    if len(values) != dims:
+        em.unsupported(f"{name} {values} ({dims}-D only)")
     return [int(v) for v in values]
+
+
+def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
+    return _per_axis(em, values, name, 2, default)
 
 
 @rule(aten.mm.default)
@@ -79,20 +83,22 @@ def convolution(
         stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
     elif rank != 4:
         em.unsupported(f"{rank - 2}-D convolution (only 1-D, 2-D and 3-D are supported)")
-    ph, pw = _pair(em, padding, "padding")
-    y = em.build(
+    y = _conv2d(em, x, w, _pair(em, stride, "stride"), _pair(em, padding, "padding"), _pair(em, dilation, "dilation"), groups)
+    return em.reshape(_add_bias(em, y, bias), shape_of(em.result_type()))
+
+
+def _conv2d(
+    em: Emitter, x: SSAValue, w: SSAValue, stride: list[int], padding: list[int], dilation: list[int], groups: int
+) -> SSAValue:
+    """The ``tcp.conv2d`` every convolution becomes (``padding``: one amount per axis, both sides)."""
+    return em.build(
         tcp.Conv2dOp,
         [x, w],
-        stride=i64_array(_pair(em, stride, "stride")),
-        padding=i64_array([ph, ph, pw, pw]),
-        dilation=i64_array(_pair(em, dilation, "dilation")),
+        stride=i64_array(stride),
+        padding=i64_array([padding[0], padding[0], padding[1], padding[1]]),
+        dilation=i64_array(dilation),
         groups=int_attr(groups),
     )
-    if bias is not None:
-        channels = shape_of(y)[1]
-        b = em.reshape(em.value(bias), (1, channels, 1, 1))
-        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
-    return em.reshape(y, shape_of(em.result_type()))
 
 
 def _conv_transpose(
@@ -127,12 +133,11 @@ def _conv_transpose(
     if rank not in (4, 5):
         em.unsupported(f"{rank - 2}-D transposed convolution (only 1-D, 2-D and 3-D are supported)")
     dims = rank - 2
-    tuple_of = _pair if dims == 2 else _triple
     n, cin, *size = shape_of(x)
     _, cout_g, *kernel = shape_of(w)
     cout = cout_g * groups
-    strides, pads = tuple_of(em, stride, "stride"), tuple_of(em, padding, "padding")
-    dilations, extra = tuple_of(em, dilation, "dilation"), tuple_of(em, output_padding or [0], "output_padding")
+    strides, pads = _per_axis(em, stride, "stride", dims), _per_axis(em, padding, "padding", dims)
+    dilations, extra = _per_axis(em, dilation, "dilation", dims), _per_axis(em, output_padding, "output_padding", dims, [0])
     if kernel == strides and not any(pads + extra) and dilations == [1] * dims and groups == 1:
         taps = math.prod(kernel)
         weights = em.reshape(em.transpose(w, (*range(1, rank), 0)), (cout * taps, cin, *[1] * dims))
@@ -141,13 +146,12 @@ def _conv_transpose(
         order = [0, 1] + [a for d in range(dims) for a in (2 + dims + d, 2 + d)]  # (size_d, kernel_d) pairs
         return _add_bias(em, em.reshape(em.transpose(y, order), (n, cout, *[s * k for s, k in zip(size, kernel)])), bias)
     spread = em.reshape(x, (n, cin, *[a for s in size for a in (s, 1)]))
-    if any(st > 1 for st in strides):
-        high = [0, 0] + [a for st in strides for a in (0, st - 1)]
-        spread = em.build(tcp.PadOp, [spread], low=i64_array([0] * len(high)), high=i64_array(high), value=float_attr(0.0))
+    after = [0, 0] + [a for st in strides for a in (0, st - 1)]
+    spread = pad_or_crop(em, spread, [0] * len(after), after)
     spread = em.reshape(spread, (n, cin, *[s * st for s, st in zip(size, strides)]))  # stride - 1 zeros after each
     low = [d * (k - 1) - p for d, k, p in zip(dilations, kernel, pads)]
     high = [lo + e - (st - 1) for lo, e, st in zip(low, extra, strides)]  # the trailing zeros count already
-    spread = _pad_or_crop(em, spread, low, high)
+    spread = pad_or_crop(em, spread, [0, 0, *low], [0, 0, *high])
     flipped = w
     for axis, k in enumerate(kernel, start=2):
         if k > 1:
@@ -161,45 +165,16 @@ def _forward_conv(em: Emitter, x: SSAValue, w: SSAValue, padding: list[int], dil
     """A unit-stride 2-D or 3-D convolution (3-D through ``_conv3d``), without bias."""
     if len(padding) == 3:
         return _conv3d(em, x, w, None, [1, 1, 1], padding, dilation, groups)
-    return em.build(
-        tcp.Conv2dOp,
-        [x, w],
-        stride=i64_array([1, 1]),
-        padding=i64_array([padding[0], padding[0], padding[1], padding[1]]),
-        dilation=i64_array(dilation),
-        groups=int_attr(groups),
-    )
+    return _conv2d(em, x, w, [1, 1], padding, dilation, groups)
 
 
 def _add_bias(em: Emitter, y: SSAValue, bias: Any) -> SSAValue:
+    """``y`` plus a per-channel ``bias`` (channels on axis 1), or ``y`` where there is none."""
     if bias is None:
         return y
     shape = shape_of(y)
     b = em.reshape(em.value(bias), (1, shape[1], *[1] * (len(shape) - 2)))
     return em.build(tcp.AddOp, [y, em.broadcast_to(b, shape)])
-
-
-def _pad_or_crop(em: Emitter, x: SSAValue, low: list[int], high: list[int]) -> SSAValue:
-    """``x`` padded with zeros on its last ``len(low)`` axes by ``low`` / ``high`` (a
-    negative amount crops)."""
-    lead = [0] * (len(shape_of(x)) - len(low))
-    grow_low, grow_high = [max(v, 0) for v in low], [max(v, 0) for v in high]
-    if any(grow_low + grow_high):
-        x = em.build(tcp.PadOp, [x], low=i64_array(lead + grow_low), high=i64_array(lead + grow_high), value=float_attr(0.0))
-    for i, (lo, hi) in enumerate(zip(low, high)):
-        axis = len(lead) + i
-        if lo < 0 or hi < 0:
-            size = shape_of(x)[axis]
-            x = slice_value(em, x, axis, -min(lo, 0), size + min(hi, 0))
-    return x
-
-
-def _triple(em: Emitter, values: Any, name: str) -> list[int]:
-    values = [values] if isinstance(values, int) else list(values)
-    values = values * 3 if len(values) == 1 else values
-    if len(values) != 3:
-        em.unsupported(f"3-D convolution {name} {values}")
-    return [int(v) for v in values]
 
 
 def _conv3d(em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int) -> SSAValue:
@@ -213,23 +188,15 @@ def _conv3d(em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, paddi
     into its input channels in the same order, so one 2-D convolution sums over them."""
     n, c, t, h, wd = shape_of(x)
     o, cg, kt, kh, kw = shape_of(w)
-    (st, sh, sw), (pt, ph, pw) = _triple(em, stride, "stride"), _triple(em, padding, "padding")
-    dt, dh, dw = _triple(em, dilation, "dilation")
+    (st, sh, sw), (pt, ph, pw) = _per_axis(em, stride, "stride", 3), _per_axis(em, padding, "padding", 3)
+    dt, dh, dw = _per_axis(em, dilation, "dilation", 3)
     t_out = (t + 2 * pt - dt * (kt - 1) - 1) // st + 1
     if (kh, kw, sh, sw, ph, pw) == (1, 1, 1, 1, 0, 0):
         flat = em.reshape(x, (n, c, t, h * wd))
-        y = em.build(
-            tcp.Conv2dOp,
-            [flat, em.reshape(w, (o, cg, kt, 1))],
-            stride=i64_array([st, 1]),
-            padding=i64_array([pt, pt, 0, 0]),
-            dilation=i64_array([dt, 1]),
-            groups=int_attr(groups),
-        )
+        y = _conv2d(em, flat, em.reshape(w, (o, cg, kt, 1)), [st, 1], [pt, 0], [dt, 1], groups)
         y = em.reshape(y, (n, o, t_out, h, wd))
     else:
-        if pt:
-            x = em.build(tcp.PadOp, [x], low=i64_array([0, 0, pt, 0, 0]), high=i64_array([0, 0, pt, 0, 0]), value=float_attr(0.0))
+        x = pad_or_crop(em, x, [0, 0, pt, 0, 0], [0, 0, pt, 0, 0])
         taps = []
         for i in range(kt):
             start = i * dt
@@ -239,20 +206,10 @@ def _conv3d(em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, paddi
         stacked = taps[0] if kt == 1 else em.build(tcp.ConcatOp, [taps], axis=int_attr(3))
         stacked = em.reshape(stacked, (n * t_out, kt * c, h, wd))
         kernel = em.reshape(em.transpose(w, (0, 2, 1, 3, 4)), (o, kt * cg, kh, kw))
-        y = em.build(
-            tcp.Conv2dOp,
-            [stacked, kernel],
-            stride=i64_array([sh, sw]),
-            padding=i64_array([ph, ph, pw, pw]),
-            dilation=i64_array([dh, dw]),
-            groups=int_attr(groups),
-        )
+        y = _conv2d(em, stacked, kernel, [sh, sw], [ph, pw], [dh, dw], groups)
         _, _, h_out, w_out = shape_of(y)
         y = em.transpose(em.reshape(y, (n, t_out, o, h_out, w_out)), (0, 2, 1, 3, 4))
-    if bias is not None:
-        b = em.reshape(em.value(bias), (1, o, 1, 1, 1))
-        y = em.build(tcp.AddOp, [y, em.broadcast_to(b, shape_of(y))])
-    return y
+    return _add_bias(em, y, bias)
 
 
 def _vector_or(em: Emitter, arg: Any, channels: int, element: Any, fill: float) -> SSAValue:

@@ -174,12 +174,18 @@ def constant_pad_nd(em: Emitter, self: Any, pad: Any, value: Any = 0) -> SSAValu
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):  # pairs start at the last dimension
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    return pad_or_crop(em, x, low, high, value)
+
+
+def pad_or_crop(em: Emitter, x: SSAValue, low: list[int], high: list[int], value: Any = 0) -> SSAValue:
+    """``x`` padded with ``value`` by ``low`` / ``high`` on each axis, where a negative
+    amount crops that side instead."""
     fill: FloatAttr | IntegerAttr = float_attr(value) if is_float(element_of(x)) else int_attr(int(value))
     if any(p > 0 for p in (*low, *high)):
         x = em.build(
             tcp.PadOp, [x], low=i64_array([max(p, 0) for p in low]), high=i64_array([max(p, 0) for p in high]), value=fill
         )
-    for axis, (lo, hi) in enumerate(zip(low, high)):  # negative padding crops
+    for axis, (lo, hi) in enumerate(zip(low, high)):
         if lo < 0 or hi < 0:
             n = shape_of(x)[axis]
             x = slice_value(em, x, axis, -min(lo, 0), n + min(hi, 0))
