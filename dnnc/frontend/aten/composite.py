@@ -59,13 +59,7 @@ def conv_transpose(
     spatial = len(shape_of(em.value(weight))) - 2
     if len(shape_of(em.value(input))) != spatial + 2:
         em.unsupported(f"conv_transpose{spatial}d of an unbatched input")
-
-    def listed(v: Any) -> list[int]:
-        return [int(v)] * spatial if isinstance(v, int) else [int(i) for i in v]
-
-    return convolution(
-        em, input, weight, bias, listed(stride), listed(padding), listed(dilation), True, listed(output_padding), groups
-    )
+    return convolution(em, input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
 @rule(aten.batch_norm.default)

@@ -36,6 +36,11 @@ def _pair(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]
     return _per_axis(em, values, name, 2, default)
 
 
+def _one_axis(em: Emitter, values: Any, name: str, default: Any = None) -> list[int]:
+    """A 1-D convolution's argument, which becomes a 2-D one's over a height of 1."""
+    return _per_axis(em, values, name, 1, default)
+
+
 @rule(aten.mm.default)
 def mm(em: Emitter, self: Any, mat2: Any) -> SSAValue:
     return em.build(tcp.MatmulOp, [em.value(self), em.value(mat2)])
@@ -80,7 +85,8 @@ def convolution(
     if rank == 3:  # conv1d as a conv2d over a height of 1
         x = em.reshape(x, (shape_of(x)[0], shape_of(x)[1], 1, shape_of(x)[2]))
         w = em.reshape(w, (*shape_of(w)[:2], 1, shape_of(w)[2]))
-        stride, padding, dilation = [1, *stride], [0, *padding], [1, *dilation]
+        stride, padding = [1, *_one_axis(em, stride, "stride")], [0, *_one_axis(em, padding, "padding")]
+        dilation = [1, *_one_axis(em, dilation, "dilation")]
     elif rank != 4:
         em.unsupported(f"{rank - 2}-D convolution (only 1-D, 2-D and 3-D are supported)")
     y = _conv2d(em, x, w, _pair(em, stride, "stride"), _pair(em, padding, "padding"), _pair(em, dilation, "dilation"), groups)
@@ -123,10 +129,10 @@ def _conv_transpose(
             em.reshape(x, (n, c, 1, length)),
             em.reshape(w, (*shape_of(w)[:2], 1, shape_of(w)[2])),
             bias,
-            [1, *stride],
-            [0, *padding],
-            [1, *dilation],
-            [0, *output_padding],
+            [1, *_one_axis(em, stride, "stride")],
+            [0, *_one_axis(em, padding, "padding")],
+            [1, *_one_axis(em, dilation, "dilation")],
+            [0, *_one_axis(em, output_padding, "output_padding", [0])],
             groups,
         )
         return em.reshape(y, (n, shape_of(y)[1], shape_of(y)[3]))
