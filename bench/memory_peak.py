@@ -53,30 +53,31 @@ def at_peak(snapshot: Mapping[str, Any], device: int = 0, top: int = 15) -> dict
     recording began are not in the trace: ``before_mb`` is what the trace freed without
     having seen it allocated (a lower bound of it)."""
     trace = snapshot["device_traces"][device]
-    live: dict[int, tuple[int, str]] = {}
+    sizes: dict[int, int] = {}
     total = unseen = peak = 0
     peak_at = -1
     for i, event in enumerate(trace):
         action, addr, size = event["action"], event["addr"], event["size"]
         if action == "alloc":
-            live[addr] = (size, place(event.get("frames", ())))
+            sizes[addr] = size
             total += size
             if total > peak:
                 peak, peak_at = total, i
         elif action == "free_completed":
-            if addr in live:
-                total -= live.pop(addr)[0]
+            if addr in sizes:
+                total -= sizes.pop(addr)
             else:
                 unseen += size
-    by_place: dict[str, int] = {}
-    live.clear()
+    allocated: dict[int, Mapping[str, Any]] = {}  # address -> its allocation, live at the peak
     for event in trace[: peak_at + 1]:
         if event["action"] == "alloc":
-            live[event["addr"]] = (event["size"], place(event.get("frames", ())))
+            allocated[event["addr"]] = event
         elif event["action"] == "free_completed":
-            live.pop(event["addr"], None)
-    for size, where in live.values():
-        by_place[where] = by_place.get(where, 0) + size
+            allocated.pop(event["addr"], None)
+    by_place: dict[str, int] = {}
+    for event in allocated.values():
+        where = place(event.get("frames", ()))
+        by_place[where] = by_place.get(where, 0) + event["size"]
     ranked = sorted(by_place.items(), key=lambda kv: -kv[1])
     mb = 2**20
     return {
