@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,10 +325,11 @@ class GpuExecutor:
         """Device bytes the built program holds apart from its intermediates (the arena):
         its weights and the kernels' own workspaces (cuDNN plans), each storage counted
         once (weights shared with another bucket's program count here too)."""
-        weights = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in self.env.params.values()}
         spaces = [getattr(s.kernel, "workspace", None) for s in self.steps]
-        workspaces = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in spaces if isinstance(t, torch.Tensor)}
-        return {"weights_bytes": sum(weights.values()), "workspace_bytes": sum(workspaces.values())}
+        return {
+            "weights_bytes": _storage_bytes(self.env.params.values()),
+            "workspace_bytes": _storage_bytes(t for t in spaces if isinstance(t, torch.Tensor)),
+        }
 
     def announce(self) -> None:
         """Say, once per process, each fallback of this program and the ops left to torch."""
@@ -342,6 +343,11 @@ class GpuExecutor:
 
 _REGROUPED_BY = next((b.name for b in KERNEL_BACKENDS if b.regroup is not None), "torch")
 """What runs the ops a backend gives back."""
+
+
+def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    """The bytes of the storages behind ``tensors``, each storage counted once."""
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 
 def _fallback_line(fallback: Fallback) -> str:
