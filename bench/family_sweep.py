@@ -204,6 +204,29 @@ HF: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
 """(name, config class, model class, output field, inputs, config arguments)."""
 
 
+def _called(model: Any, call: Callable[..., Any], *inputs: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``model`` as a module whose forward is ``call(model, *inputs)``, with those inputs."""
+    import torch
+
+    class Called(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model.eval()
+
+        def forward(self, *xs: Any) -> Any:
+            return call(self.model, *xs)
+
+    return Called().eval(), inputs
+
+
+def _sample(model: Any, *inputs: Any) -> Any:
+    return model(*inputs).sample
+
+
+def _decoded(vae: Any, latents: Any) -> Any:
+    return vae.decode(latents).sample
+
+
 def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
     """diffusers models beyond the zoo's, small: name -> build (the module, called on its
     positional inputs, returns the compared tensor; weights seeded)."""
@@ -212,17 +235,6 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
 
     from dnnc.models import zoo
     from dnnc.models._init import seeded
-
-    def called(model: Any, call: Callable[..., Any], *inputs: Any) -> tuple[Any, tuple[Any, ...]]:
-        class Called(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model.eval()
-
-            def forward(self, *xs: Any) -> Any:
-                return call(self.model, *xs)
-
-        return Called().eval(), inputs
 
     vae = dict(block_out_channels=(32, 64), norm_num_groups=8, layers_per_block=1)
     vae |= dict(down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2)
@@ -233,18 +245,18 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
         if name in ("sd3_transformer", "flux_transformer", "wan_transformer", "vae_decoder", "unet2d_condition"):
             return getattr(zoo, name)(batch=1)
         if name == "vae_encoder":
-            return called(d.AutoencoderKL(**vae), lambda m, x: m.encode(x).latent_dist.mean, torch.randn(1, 3, 32, 32))
+            return _called(d.AutoencoderKL(**vae), lambda m, x: m.encode(x).latent_dist.mean, torch.randn(1, 3, 32, 32))
         if name == "autoencoder_tiny":
             tiny = d.AutoencoderTiny(encoder_block_out_channels=(16,) * 4, decoder_block_out_channels=(16,) * 4)
-            return called(tiny, lambda m, z: m.decode(z).sample, torch.randn(1, 4, 8, 8))
+            return _called(tiny, _decoded, torch.randn(1, 4, 8, 8))
         if name == "vq_model":
             vq = d.VQModel(**vae, latent_channels=3, num_vq_embeddings=64)
-            return called(vq, lambda m, x: m(x).sample, torch.randn(1, 3, 32, 32))
+            return _called(vq, _sample, torch.randn(1, 3, 32, 32))
         if name == "dit":
             dit = d.DiTTransformer2DModel(
                 num_attention_heads=2, attention_head_dim=16, in_channels=4, num_layers=2, sample_size=16, num_embeds_ada_norm=10
             )
-            return called(dit, lambda m, x, t, c: m(x, timestep=t, class_labels=c).sample, torch.randn(1, 4, 16, 16), t, t)
+            return _called(dit, lambda m, x, t, c: m(x, timestep=t, class_labels=c).sample, torch.randn(1, 4, 16, 16), t, t)
         if name == "pixart":
             pixart = d.PixArtTransformer2DModel(
                 num_attention_heads=2,
@@ -262,7 +274,7 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
                 cond = {"resolution": None, "aspect_ratio": None}
                 return m(x, encoder_hidden_states=e, timestep=t, added_cond_kwargs=cond).sample
 
-            return called(pixart, pixart_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 24), t)
+            return _called(pixart, pixart_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 24), t)
         if name == "unet2d_skip":
             skip = d.UNet2DModel(
                 **unet,
@@ -270,7 +282,7 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
                 up_block_types=("AttnSkipUpBlock2D", "SkipUpBlock2D"),
                 resnet_time_scale_shift="scale_shift",
             )
-            return called(skip, lambda m, x, t: m(x, t).sample, torch.randn(1, 3, 16, 16), t)
+            return _called(skip, _sample, torch.randn(1, 3, 16, 16), t)
         if name == "unet_sdxl":
             sdxl = d.UNet2DConditionModel(
                 **unet,
@@ -288,7 +300,7 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
             def sdxl_call(m: Any, x: Any, t: Any, e: Any, te: Any, ti: Any) -> Any:
                 return m(x, t, encoder_hidden_states=e, added_cond_kwargs={"text_embeds": te, "time_ids": ti}).sample
 
-            return called(
+            return _called(
                 sdxl, sdxl_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 16), torch.randn(1, 6)
             )
         if name == "controlnet":
@@ -306,8 +318,8 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
             def controlnet_call(m: Any, x: Any, t: Any, e: Any, c: Any) -> Any:
                 return m(x, t, encoder_hidden_states=e, controlnet_cond=c, return_dict=False)[1]  # the mid-block residual
 
-            return called(net, controlnet_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 3, 32, 32))
-        return _video_and_more(d, called, name)
+            return _called(net, controlnet_call, torch.randn(1, 4, 16, 16), t, torch.randn(1, 8, 32), torch.randn(1, 3, 32, 32))
+        return _video_and_more(d, name)
 
     def seeded_build(name: str) -> tuple[Any, tuple[Any, ...]]:
         with seeded(0):
@@ -316,18 +328,12 @@ def _diffusers_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
     return {name: functools.partial(seeded_build, name) for name in DIFFUSERS}
 
 
-def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], name: str) -> tuple[Any, tuple[Any, ...]]:
+def _video_and_more(d: Any, name: str) -> tuple[Any, tuple[Any, ...]]:
     """The video models (3-D convolutions: Stable Video Diffusion's UNet and decoder, CogVideoX,
     LTX-Video, Wan's autoencoder) and other transformers (AuraFlow, Sana, Stable Audio)."""
     import torch
 
     t = torch.tensor([3])
-
-    def sample(m: Any, *xs: Any) -> Any:
-        return m(*xs).sample
-
-    def decoded(m: Any, z: Any) -> Any:
-        return m.decode(z).sample
 
     if name == "svd_unet":
         unet = d.UNetSpatioTemporalConditionModel(
@@ -343,12 +349,12 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
             cross_attention_dim=32,
             num_attention_heads=(2, 4),
         )
-        return called(unet, sample, torch.randn(1, 2, 8, 8, 8), t, torch.randn(1, 1, 32), torch.randn(1, 3))
+        return _called(unet, _sample, torch.randn(1, 2, 8, 8, 8), t, torch.randn(1, 1, 32), torch.randn(1, 3))
     if name == "svd_decoder":
         vae = d.AutoencoderKLTemporalDecoder(
             block_out_channels=(32, 64), down_block_types=("DownEncoderBlock2D",) * 2, latent_channels=4, layers_per_block=1
         )
-        return called(vae, lambda m, z: m.decode(z, num_frames=2).sample, torch.randn(2, 4, 8, 8))
+        return _called(vae, lambda m, z: m.decode(z, num_frames=2).sample, torch.randn(2, 4, 8, 8))
     if name == "cogvideox":
         cog = d.CogVideoXTransformer3DModel(
             num_attention_heads=2,
@@ -364,7 +370,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
             temporal_compression_ratio=4,
             max_text_seq_length=8,
         )
-        return called(cog, sample, torch.randn(1, 2, 4, 8, 8), torch.randn(1, 8, 16), t)
+        return _called(cog, _sample, torch.randn(1, 2, 4, 8, 8), torch.randn(1, 8, 16), t)
     if name == "cogvideox_decoder":
         vae = d.AutoencoderKLCogVideoX(
             block_out_channels=(16, 32),
@@ -375,7 +381,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
             norm_num_groups=8,
             temporal_compression_ratio=2,
         )
-        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+        return _called(vae, _decoded, torch.randn(1, 4, 2, 8, 8))
     if name == "ltx_video":
         ltx = d.LTXVideoTransformer3DModel(
             in_channels=8,
@@ -390,7 +396,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
         def ltx_call(m: Any, x: Any, e: Any, t: Any, mask: Any) -> Any:
             return m(x, e, t, mask, num_frames=2, height=4, width=4).sample
 
-        return called(ltx, ltx_call, torch.randn(1, 32, 8), torch.randn(1, 8, 16), t, torch.ones(1, 8))
+        return _called(ltx, ltx_call, torch.randn(1, 32, 8), torch.randn(1, 8, 16), t, torch.ones(1, 8))
     if name == "ltx_video_decoder":
         vae = d.AutoencoderKLLTXVideo(
             block_out_channels=(16, 32),
@@ -407,10 +413,10 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
             patch_size_t=1,
             down_block_types=("LTXVideoDownBlock3D",) * 2,
         )
-        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+        return _called(vae, _decoded, torch.randn(1, 4, 2, 8, 8))
     if name == "wan_decoder":
         vae = d.AutoencoderKLWan(base_dim=16, z_dim=4, dim_mult=[1, 2], num_res_blocks=1, temperal_downsample=[True])
-        return called(vae, decoded, torch.randn(1, 4, 2, 8, 8))
+        return _called(vae, _decoded, torch.randn(1, 4, 2, 8, 8))
     if name == "auraflow":
         aura = d.AuraFlowTransformer2DModel(
             sample_size=16,
@@ -429,7 +435,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
         def aura_call(m: Any, x: Any, e: Any, t: Any) -> Any:
             return m(x, encoder_hidden_states=e, timestep=t).sample
 
-        return called(aura, aura_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 32), t)
+        return _called(aura, aura_call, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 32), t)
     if name == "sana":
         sana = d.SanaTransformer2DModel(
             in_channels=4,
@@ -444,7 +450,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
             sample_size=16,
             patch_size=1,
         )
-        return called(sana, sample, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 16), t)
+        return _called(sana, _sample, torch.randn(1, 4, 16, 16), torch.randn(1, 8, 16), t)
     if name == "stable_audio":
         audio = d.StableAudioDiTModel(
             sample_size=16,
@@ -463,7 +469,7 @@ def _video_and_more(d: Any, called: Callable[..., tuple[Any, tuple[Any, ...]]], 
         def audio_call(m: Any, x: Any, t: Any, e: Any, g: Any) -> Any:
             return m(x, t, e, g, return_dict=False)[0]
 
-        return called(audio, audio_call, torch.randn(1, 4, 16), t, torch.randn(1, 8, 24), torch.randn(1, 32))
+        return _called(audio, audio_call, torch.randn(1, 4, 16), t, torch.randn(1, 8, 24), torch.randn(1, 32))
     raise KeyError(name)
 
 
