@@ -97,9 +97,10 @@ def environment() -> dict[str, Any]:
     try:
         import subprocess
 
-        env["driver"] = subprocess.run(
+        listed = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, check=False
-        ).stdout.strip()
+        ).stdout.split()
+        env["driver"] = listed[0] if listed else None  # one line per GPU, all the host's one driver
     except OSError:
         env["driver"] = None
     return env

@@ -101,7 +101,9 @@ def tables(payload: Mapping[str, Any]) -> str:
         by_name = {v["variant"]: v for v in r["variants"]}
         cells = " | ".join(_cell(by_name.get(n)) for n in names)
         lines.append(f"| {r['workload']} | {r['floor']['ms']:.3f} | {cells} | {versus_best_peer(r['variants'], ours)} |")
-    lines += ["", "Compile s / peak GPU MB / throughput (items/s):", ""]
+    reused = any(v.get("compile_reused") for r in results for v in r["variants"])
+    legend = " (a compile time marked c was a load from dnnc's compile cache)" if reused else ""
+    lines += ["", f"Compile s / peak GPU MB / throughput (items/s){legend}:", ""]
     lines += ["| workload | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for r in results:
         by_name = {v["variant"]: v for v in r["variants"]}
@@ -111,7 +113,8 @@ def tables(payload: Mapping[str, Any]) -> str:
             if v is None or v.get("status") != "ok":
                 cells.append("-")
             else:
-                cells.append(f"{v.get('compile_s', 0):.1f} / {v.get('peak_mb') or 0:.0f} / {v['items_per_s']:.3g}")
+                cached = "c" if v.get("compile_reused") else ""
+                cells.append(f"{v.get('compile_s', 0):.1f}{cached} / {v.get('peak_mb') or 0:.0f} / {v['items_per_s']:.3g}")
         lines.append(f"| {r['workload']} ({r['unit']}) | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

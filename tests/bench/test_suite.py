@@ -154,6 +154,17 @@ def test_tables_and_benchmarks_block(tmp_path: Path) -> None:
     assert body.count(report.BEGIN) == 1 and "1.111" in body and "1.250" not in body and "kept" in body
 
 
+def test_a_compile_from_the_cache_is_marked() -> None:
+    """A run repeated on the same machine loads dnnc's program from its compile cache:
+    that compile time is marked, and the legend says what the mark means."""
+    result = PAYLOAD["results"][0]
+    cached = {**result["variants"][1], "compile_s": 0.6, "compile_reused": True}
+    text = report.tables({**PAYLOAD, "results": [{**result, "variants": [result["variants"][0], cached]}]})
+    assert "| resnet50-b32 (images) | 0.0 / 0 / 1e+04 | 0.6c / 0 / 2.6e+04 |" in text
+    assert "marked c was a load from dnnc's compile cache" in text
+    assert "compile cache" not in report.tables(PAYLOAD)
+
+
 def test_chart_is_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     png = report.chart(PAYLOAD, tmp_path / "suite.png")
