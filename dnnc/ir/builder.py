@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -76,3 +76,47 @@ class TcpBuilder:
         if list(perm) == list(range(len(perm))):
             return v
         return self.build(tcp.TransposeOp, [v], permutation=i64_array(perm))
+
+    def slice(self, v: SSAValue, axis: int, start: int, end: int, step: int = 1) -> SSAValue:
+        """``v[start:end:step]`` along ``axis`` (bounds already in range)."""
+        shape = shape_of(v)
+        if (start, end, step) == (0, shape[axis], 1):
+            return v
+        starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+        starts[axis], limits[axis], strides[axis] = start, end, step
+        return self.build(tcp.SliceOp, [v], starts=i64_array(starts), limits=i64_array(limits), strides=i64_array(strides))
+
+    def pad_or_crop(self, v: SSAValue, low: Sequence[int], high: Sequence[int], value: Scalar = 0) -> SSAValue:
+        """``v`` padded with ``value`` by ``low`` / ``high`` on each axis, where a negative
+        amount crops that side instead."""
+        fill: FloatAttr | IntegerAttr = (
+            float_attr(float(value)) if is_float(as_tensor_type(v).element_type) else int_attr(int(value))
+        )
+        if any(p > 0 for p in (*low, *high)):
+            v = self.build(
+                tcp.PadOp, [v], low=i64_array([max(p, 0) for p in low]), high=i64_array([max(p, 0) for p in high]), value=fill
+            )
+        for axis, (lo, hi) in enumerate(zip(low, high)):
+            if lo < 0 or hi < 0:
+                v = self.slice(v, axis, -min(lo, 0), shape_of(v)[axis] + min(hi, 0))
+        return v
+
+    def spread(self, v: SSAValue, strides: Sequence[int]) -> SSAValue:
+        """``v`` (``N, C, *spatial``) with ``stride - 1`` zeros after each pixel along each
+        spatial axis: the input of a transposed convolution written as a forward one (a
+        convolution's input dilation), trailing zeros included."""
+        if all(s == 1 for s in strides):
+            return v
+        n, c, *size = shape_of(v)
+        v = self.reshape(v, (n, c, *[a for s in size for a in (s, 1)]))
+        after = [0, 0] + [a for st in strides for a in (0, st - 1)]
+        v = self.pad_or_crop(v, [0] * len(after), after)
+        return self.reshape(v, (n, c, *[s * st for s, st in zip(size, strides)]))
+
+    def flip(self, v: SSAValue, axis: int) -> SSAValue:
+        """``v`` in reverse order along ``axis``: a gather of the indices ``n - 1 .. 0``."""
+        n = shape_of(v)[axis]
+        if n == 1:
+            return v
+        backwards = self.emit(tcp.IotaOp(n - 1, -1, tensor_type((n,), IntegerType(64))))
+        return self.build(tcp.GatherOp, [v, backwards], axis=int_attr(axis))

@@ -66,3 +66,34 @@ def test_torch_compile_with_the_dnnc_backend_matches_eager(rng: torch.Generator)
     ours, theirs = relative_error(got.cpu(), expected), relative_error(eager.cpu(), expected)
     # fifty TF32 convolutions: the GPU tolerance, or twice eager's own error in TF32 where that is larger
     assert ours <= max(2 * theirs, GPU_TOLERANCE[torch.float32]), f"dnnc {ours:.2e}, eager {theirs:.2e} against float64"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_jax_transposed_convolutions_through_dnnc_match_jax(dtype: str, rng: torch.Generator) -> None:
+    """A decoder's upsampling in JAX: ``lax.conv_transpose`` (input dilation), once with
+    the kernel reversed (``stablehlo.reverse``), on the GPU against XLA's, both held to
+    JAX's float32 answer on the CPU."""
+    from jax import lax
+
+    import dnnc.jax
+
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("this JAX has no GPU backend")
+
+    def decoder(x, w1, w2):
+        y = jax.nn.relu(lax.conv_transpose(x, w1, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        return lax.conv_transpose(y, w2, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"), transpose_kernel=True)
+
+    shapes = [(2, 8, 8, 32), (3, 3, 32, 16), (4, 4, 8, 16)]
+    host = [torch.randn(*s, generator=rng).numpy() * (0.2 if i else 1.0) for i, s in enumerate(shapes)]
+    xs = [jnp.asarray(a, getattr(jnp, dtype)) for a in host]
+    compiled = dnnc.jax.compile(decoder, *xs, device="cuda")
+    got, xla = compiled(*xs), jax.jit(decoder)(*xs)
+    assert got.shape == xla.shape and got.dtype == xla.dtype
+    cpu = jax.devices("cpu")[0]
+    with jax.default_device(cpu):
+        expected = torch.from_numpy(np.array(jax.jit(decoder)(*[jnp.asarray(a) for a in host]), np.float64))
+    ours = relative_error(torch.from_numpy(np.array(got, np.float64)), expected)
+    theirs = relative_error(torch.from_numpy(np.array(xla, np.float64)), expected)
+    bound = max(2 * theirs, GPU_TOLERANCE[getattr(torch, dtype)])
+    assert ours <= bound, f"dnnc {ours:.2e}, XLA {theirs:.2e} against JAX in float32 on the CPU"

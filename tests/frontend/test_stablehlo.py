@@ -92,6 +92,26 @@ def _conv_nchw_grouped(x, w):
     )
 
 
+def _conv_transpose(x, w):
+    """Flax's ConvTranspose: input dilation by the stride, padding after it."""
+    return lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def _conv_transpose_flipped_valid(x, w):
+    """PyTorch's gradient form: the kernel reversed (``stablehlo.reverse``), VALID
+    padding, unequal strides and a dilated kernel."""
+    return lax.conv_transpose(
+        x, w, (2, 3), "VALID", rhs_dilation=(1, 2), dimension_numbers=("NCHW", "OIHW", "NCHW"), transpose_kernel=True
+    )
+
+
+def _conv_cropped_dilated_input(x, w):
+    """Input dilation with a negative padding: the input cropped."""
+    return lax.conv_general_dilated(
+        x, w, (1, 1), [(-1, 2), (1, -2)], lhs_dilation=(3, 2), dimension_numbers=("NCHW", "OIHW", "NCHW")
+    )
+
+
 def _max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (1, 1), (1, 1), (0, 0)])
 
@@ -125,13 +145,27 @@ def _shapes(a, b):
     [
         (_conv, [(2, 9, 9, 3), (3, 3, 3, 8)]),
         (_conv_nchw_grouped, [(2, 4, 9, 9), (6, 2, 3, 3)]),
+        (_conv_transpose, [(2, 5, 6, 3), (3, 3, 3, 4)]),
+        (_conv_transpose_flipped_valid, [(2, 4, 5, 3), (4, 4, 3, 2)]),
+        (_conv_cropped_dilated_input, [(1, 2, 4, 5), (3, 2, 2, 3)]),
         (_max_pool, [(2, 9, 9, 3)]),
         (_sum_pool, [(2, 3, 8, 6)]),
         (_attention, [(2, 3, 5, 4), (2, 3, 5, 4)]),
         (_mlp, [(6, 4), (4, 5)]),
         (_shapes, [(4, 4), (4, 4)]),
     ],
-    ids=["conv-nhwc", "conv-nchw-grouped-dilated", "max-pool", "sum-pool", "attention", "mlp", "shape-and-elementwise"],
+    ids=[
+        "conv-nhwc",
+        "conv-nchw-grouped-dilated",
+        "conv-transpose-same",
+        "conv-transpose-flipped-valid",
+        "conv-input-dilation-cropped",
+        "max-pool",
+        "sum-pool",
+        "attention",
+        "mlp",
+        "shape-and-elementwise",
+    ],
 )
 def test_ops_match_jax(fn, shapes: list[tuple[int, ...]], rng: torch.Generator) -> None:
     got, want = _run(fn, *(_random(rng, *s) for s in shapes))
@@ -206,16 +240,35 @@ def test_dnnc_compile_takes_a_stablehlo_file(tmp_path: Path, rng: torch.Generato
     assert _rel(got.numpy(), np.asarray(_conv(x, w))) < F32
 
 
+def test_window_reversal_flips_the_kernel(tmp_path: Path, rng: torch.Generator) -> None:
+    """``window_reversal`` (JAX writes none; other producers do) reverses the kernel along
+    the spatial axes it names: here the first, as convolving with ``w`` flipped there."""
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), [(1, 0), (0, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    x, w = _random(rng, 1, 2, 4, 5), _random(rng, 3, 2, 2, 3)
+    text = jax.jit(conv).lower(x, w).as_text()
+    assert "reverse = [false, false]" in text
+    source = tmp_path / "reversed.mlir"
+    source.write_text(text.replace("reverse = [false, false]", "reverse = [true, false]"))
+    program = import_stablehlo(source)
+    run_stage(program, "canonical-stablehlo")
+    got = ReferenceExecutor(program).run([torch.from_numpy(np.array(x)), torch.from_numpy(np.array(w))])
+    assert _rel(got[0].numpy(), np.asarray(conv(x, jnp.flip(w, axis=2)))) < F32
+    assert _rel(got[0].numpy(), np.asarray(conv(x, w))) > 1e-2, "the flip changed the result"
+
+
 def test_unsupported_ops_and_bad_files_are_clear_errors(tmp_path: Path) -> None:
     def uses_sine(x):
         return jnp.sin(x) + 1
 
     with pytest.raises(UnsupportedOpError, match=f"stablehlo.sine: dnnc has no import rule for this op\n  at {__file__}:\\d+"):
         import_module(jax.jit(uses_sine).lower(jnp.ones(3)).compiler_ir("stablehlo"))
-    with pytest.raises(UnsupportedOpError, match="stablehlo.convolution: input dilation"):
+    with pytest.raises(UnsupportedOpError, match="stablehlo.convolution: batch_group_count other than 1"):
         import_module(
-            jax.jit(lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
-            .lower(jnp.ones((1, 4, 4, 2)), jnp.ones((3, 3, 2, 2)))
+            jax.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", batch_group_count=2))
+            .lower(jnp.ones((2, 4, 4, 4)), jnp.ones((2, 4, 3, 3)))
             .compiler_ir("stablehlo")
         )
     bad = tmp_path / "bad.mlir"

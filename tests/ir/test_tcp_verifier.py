@@ -284,3 +284,21 @@ def test_inference_rejects_with_op_name() -> None:
     with pytest.raises(VerifyException, match="epsilon must be non-negative"):
         w = b.constant(1.0, (3,), f32)
         b.build(tcp.LayerNormOp, [block.args[0], w, w], axis=int_attr(1), epsilon=float_attr(-1.0))
+
+
+def test_spread_pad_or_crop_and_flip_build_the_shapes_they_say() -> None:
+    """A transposed convolution's input as both frontends build it: ``stride - 1`` zeros
+    after each pixel (one pad of a reshaped tensor), then a pad that crops where negative;
+    a kernel reversed along an axis is one gather of ``n - 1 .. 0``."""
+    block, b = _block(tensor_type((2, 3, 4, 5), f32))
+    (x,) = block.args
+    spread = b.spread(x, [3, 2])
+    assert spread.type == tensor_type((2, 3, 12, 10), f32)
+    assert [op.name for op in block.ops] == ["tcp.reshape", "tcp.pad", "tcp.reshape"]
+    assert b.spread(x, [1, 1]) is x
+    cropped = b.pad_or_crop(spread, [0, 0, 1, -2], [0, 0, -2, 3])
+    assert cropped.type == tensor_type((2, 3, 11, 11), f32)
+    assert [op.name for op in block.ops][3:] == ["tcp.pad", "tcp.slice", "tcp.slice"]
+    flipped = b.flip(x, 3)
+    assert flipped.type == x.type and flipped.owner.name == "tcp.gather"
+    assert b.flip(b.reshape(x, (2, 3, 20, 1)), 3).owner.name == "tcp.reshape", "a length-1 axis needs no gather"

@@ -24,7 +24,7 @@ from dnnc.frontend.aten.nn import group_norm as native_group_norm
 from dnnc.frontend.aten.nn import layer_norm as native_layer_norm
 from dnnc.frontend.aten.nn import softmax as softmax_core
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.aten.shape import constant_pad_nd, reshape, slice_value, split
+from dnnc.frontend.aten.shape import constant_pad_nd, reshape, split
 from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.types import shape_of
@@ -122,7 +122,7 @@ def diff(em: Emitter, self: Any, n: int = 1, dim: int = -1, prepend: Any = None,
     if n != 1 or prepend is not None or append is not None or em.result_type().element_type == i1:
         em.unsupported("diff with n > 1, prepend, append or of booleans")
     axis = normalize_axis(em, dim, len(shape))
-    return binary(em, tcp.SubOp, slice_value(em, x, axis, 1, shape[axis]), slice_value(em, x, axis, 0, shape[axis] - 1))
+    return binary(em, tcp.SubOp, em.slice(x, axis, 1, shape[axis]), em.slice(x, axis, 0, shape[axis] - 1))
 
 
 @rule(aten.dropout.default)
@@ -165,7 +165,7 @@ def unbind(em: Emitter, self: Any, dim: int = 0) -> tuple[SSAValue, ...]:
     shape = shape_of(x)
     axis = normalize_axis(em, dim, len(shape))
     rest = shape[:axis] + shape[axis + 1 :]
-    return tuple(em.reshape(slice_value(em, x, axis, i, i + 1), rest) for i in range(shape[axis]))
+    return tuple(em.reshape(em.slice(x, axis, i, i + 1), rest) for i in range(shape[axis]))
 
 
 @rule(aten.softmax.int)

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import StringAttr, i64
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.aten.shape import gather, normalized_slice, slice_value
+from dnnc.frontend.aten.shape import gather, normalized_slice
 from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
 from dnnc.ir.attrs import float_attr, int_attr
@@ -131,7 +131,7 @@ def _updates(em: Emitter, src: Any, index: SSAValue, element: Any) -> SSAValue:
     for axis, (n, m) in enumerate(zip(shape_of(u), shape)):
         if n < m:
             em.unsupported(f"scatter source {list(shape_of(u))} is smaller than the index {list(shape)}")
-        u = slice_value(em, u, axis, 0, m)
+        u = em.slice(u, axis, 0, m)
     return u
 
 
@@ -189,7 +189,7 @@ def slice_scatter(em: Emitter, self: Any, src: Any, dim: int = 0, start: Any = N
     if step < 1:
         em.unsupported(f"slice_scatter step {step} (must be positive)")
     if step == 1:
-        parts = [slice_value(em, x, axis, 0, b), u, slice_value(em, x, axis, e, n)]
+        parts = [em.slice(x, axis, 0, b), u, em.slice(x, axis, e, n)]
         parts = [p for p in parts if shape_of(p)[axis] > 0]
         return parts[0] if len(parts) == 1 else em.build(tcp.ConcatOp, [parts], axis=int_attr(axis))
     m = shape_of(u)[axis]
@@ -271,7 +271,7 @@ def as_strided(em: Emitter, self: Any, size: Any, stride: Any, storage_offset: A
             "(and broadcast) are supported"
         )
     storage = em.reshape(em.transpose(x, in_order), (total,))
-    storage = slice_value(em, storage, 0, offset, offset + math.prod(kept_size))
+    storage = em.slice(storage, 0, offset, offset + math.prod(kept_size))
     physical = em.reshape(storage, [kept_size[d] for d in dense])
     view = em.transpose(physical, [dense.index(d) for d in range(len(kept))])
     full = [1] * len(size)

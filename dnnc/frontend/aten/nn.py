@@ -6,17 +6,15 @@ import math
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import i64
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.elementwise import binary
 from dnnc.frontend.aten.reductions import reduce
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
-from dnnc.frontend.aten.shape import gather, pad_or_crop, slice_value
 from dnnc.frontend.emitter import Emitter, Unavailable
 from dnnc.ir import tcp
 from dnnc.ir.attrs import bool_attr, float_attr, i64_array, int_attr
-from dnnc.ir.types import element_of, shape_of, tensor_type, torch_dtype
+from dnnc.ir.types import element_of, shape_of, torch_dtype
 
 
 def _per_axis(em: Emitter, values: Any, name: str, dims: int, default: Any = None) -> list[int]:
@@ -151,17 +149,13 @@ def _conv_transpose(
         y = em.reshape(y, (n, cout, *kernel, *size))  # per pixel, its patch
         order = [0, 1] + [a for d in range(dims) for a in (2 + dims + d, 2 + d)]  # (size_d, kernel_d) pairs
         return _add_bias(em, em.reshape(em.transpose(y, order), (n, cout, *[s * k for s, k in zip(size, kernel)])), bias)
-    spread = em.reshape(x, (n, cin, *[a for s in size for a in (s, 1)]))
-    after = [0, 0] + [a for st in strides for a in (0, st - 1)]
-    spread = pad_or_crop(em, spread, [0] * len(after), after)
-    spread = em.reshape(spread, (n, cin, *[s * st for s, st in zip(size, strides)]))  # stride - 1 zeros after each
+    spread = em.spread(x, strides)
     low = [d * (k - 1) - p for d, k, p in zip(dilations, kernel, pads)]
     high = [lo + e - (st - 1) for lo, e, st in zip(low, extra, strides)]  # the trailing zeros count already
-    spread = pad_or_crop(em, spread, [0, 0, *low], [0, 0, *high])
+    spread = em.pad_or_crop(spread, [0, 0, *low], [0, 0, *high])
     flipped = w
-    for axis, k in enumerate(kernel, start=2):
-        if k > 1:
-            flipped = gather(em, flipped, em.emit(tcp.IotaOp(k - 1, -1, tensor_type((k,), i64))), axis)
+    for axis in range(2, rank):
+        flipped = em.flip(flipped, axis)
     weights = em.reshape(flipped, (groups, cin // groups, cout_g, *kernel))
     weights = em.reshape(em.transpose(weights, (0, 2, 1, *range(3, 3 + dims))), (cout, cin // groups, *kernel))
     return _add_bias(em, _forward_conv(em, spread, weights, [0] * dims, dilations, groups), bias)
@@ -202,11 +196,11 @@ def _conv3d(em: Emitter, x: SSAValue, w: SSAValue, bias: Any, stride: Any, paddi
         y = _conv2d(em, flat, em.reshape(w, (o, cg, kt, 1)), [st, 1], [pt, 0], [dt, 1], groups)
         y = em.reshape(y, (n, o, t_out, h, wd))
     else:
-        x = pad_or_crop(em, x, [0, 0, pt, 0, 0], [0, 0, pt, 0, 0])
+        x = em.pad_or_crop(x, [0, 0, pt, 0, 0], [0, 0, pt, 0, 0])
         taps = []
         for i in range(kt):
             start = i * dt
-            tap = slice_value(em, x, 2, start, start + (t_out - 1) * st + 1, st)  # n, c, t_out, h, w
+            tap = em.slice(x, 2, start, start + (t_out - 1) * st + 1, st)  # n, c, t_out, h, w
             tap = em.transpose(tap, (0, 2, 1, 3, 4))
             taps.append(em.reshape(tap, (n, t_out, groups, 1, cg, h, wd)))
         stacked = taps[0] if kt == 1 else em.build(tcp.ConcatOp, [taps], axis=int_attr(3))

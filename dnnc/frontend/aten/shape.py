@@ -7,14 +7,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 
 from dnnc.frontend.aten.registry import aten, normalize_axis, rule
 from dnnc.frontend.emitter import Emitter
 from dnnc.ir import tcp
-from dnnc.ir.attrs import float_attr, i64_array, int_attr
-from dnnc.ir.types import INDEX_TYPES, element_of, is_float, shape_of
+from dnnc.ir.attrs import int_attr
+from dnnc.ir.types import INDEX_TYPES, element_of, shape_of
 
 
 @rule(
@@ -79,15 +78,6 @@ def cat(em: Emitter, tensors: Any, dim: int = 0) -> SSAValue:
     return em.build(tcp.ConcatOp, [parts], axis=int_attr(normalize_axis(em, dim, rank)))
 
 
-def slice_value(em: Emitter, x: SSAValue, axis: int, start: int, end: int, step: int = 1) -> SSAValue:
-    shape = shape_of(x)
-    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
-    starts[axis], limits[axis], strides[axis] = start, end, step
-    if (start, end, step) == (0, shape[axis], 1):
-        return x
-    return em.build(tcp.SliceOp, [x], starts=i64_array(starts), limits=i64_array(limits), strides=i64_array(strides))
-
-
 def _clip_index(i: Any, n: int, default: int) -> int:
     if i is None:
         return default
@@ -112,7 +102,7 @@ def slice_(em: Emitter, self: Any, dim: int = 0, start: Any = None, end: Any = N
     if step < 1:
         em.unsupported(f"slice step {step} (must be positive)")
     b, e = normalized_slice(start, end, shape[axis])
-    return slice_value(em, x, axis, b, e, step)
+    return em.slice(x, axis, b, e, step)
 
 
 @rule(aten.select.int)
@@ -123,7 +113,7 @@ def select(em: Emitter, self: Any, dim: int, index: int) -> SSAValue:
     if not -shape[axis] <= index < shape[axis]:
         em.unsupported(f"index {index} is out of range for dimension {dim} of size {shape[axis]}")
     index %= shape[axis]
-    return em.reshape(slice_value(em, x, axis, index, index + 1), shape_of(em.result_type()))
+    return em.reshape(em.slice(x, axis, index, index + 1), shape_of(em.result_type()))
 
 
 def _split(em: Emitter, self: Any, sizes: list[int], dim: int) -> tuple[SSAValue, ...]:
@@ -131,7 +121,7 @@ def _split(em: Emitter, self: Any, sizes: list[int], dim: int) -> tuple[SSAValue
     axis = normalize_axis(em, dim, len(shape_of(x)))
     parts, offset = [], 0
     for size in sizes:
-        parts.append(slice_value(em, x, axis, offset, offset + size))
+        parts.append(em.slice(x, axis, offset, offset + size))
         offset += size
     return tuple(parts)
 
@@ -174,19 +164,4 @@ def constant_pad_nd(em: Emitter, self: Any, pad: Any, value: Any = 0) -> SSAValu
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):  # pairs start at the last dimension
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-    return pad_or_crop(em, x, low, high, value)
-
-
-def pad_or_crop(em: Emitter, x: SSAValue, low: list[int], high: list[int], value: Any = 0) -> SSAValue:
-    """``x`` padded with ``value`` by ``low`` / ``high`` on each axis, where a negative
-    amount crops that side instead."""
-    fill: FloatAttr | IntegerAttr = float_attr(value) if is_float(element_of(x)) else int_attr(int(value))
-    if any(p > 0 for p in (*low, *high)):
-        x = em.build(
-            tcp.PadOp, [x], low=i64_array([max(p, 0) for p in low]), high=i64_array([max(p, 0) for p in high]), value=fill
-        )
-    for axis, (lo, hi) in enumerate(zip(low, high)):
-        if lo < 0 or hi < 0:
-            n = shape_of(x)[axis]
-            x = slice_value(em, x, axis, -min(lo, 0), n + min(hi, 0))
-    return x
+    return em.pad_or_crop(x, low, high, value)

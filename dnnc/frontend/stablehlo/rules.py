@@ -84,6 +84,16 @@ def _constant(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
     return [im.emit(tcp.ParamOp(name, t))]
 
 
+@rule("stablehlo.reverse")
+def _reverse(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
+    """Reversed along ``dimensions`` (a flipped kernel: ``lax.conv_transpose`` with
+    ``transpose_kernel=True``)."""
+    (x,) = args
+    for axis in ints(op, "dimensions"):
+        x = im.flip(x, axis)
+    return [x]
+
+
 @rule("stablehlo.iota")
 def _iota(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
     t = im.type_of(op.results[0])
@@ -333,16 +343,21 @@ def _convolution(im: Importer, op: Any, args: list[SSAValue]) -> list[SSAValue]:
         im.fail(f"{len(spatial)}-D convolution is not supported (only 2-D)")
     strides = ints(op, "window_strides", [1, 1])
     padding = ints(op, "padding", [0, 0, 0, 0])
-    if any(v != 1 for v in ints(op, "lhs_dilation", [1, 1])):
-        im.fail("input dilation (a transposed convolution) is not supported")
-    if any(_bools(op, "window_reversal")):
-        im.fail("window reversal is not supported")
     if ints_scalar(op, "batch_group_count") != 1:
         im.fail("batch_group_count other than 1 is not supported")
-    if any(p < 0 for p in padding):
-        im.fail(f"negative padding {padding} is not supported")
     xi = _to_nchw(im, x, d.input_batch_dimension, d.input_feature_dimension, spatial)
     wi = _to_nchw(im, w, d.kernel_output_feature_dimension, d.kernel_input_feature_dimension, list(d.kernel_spatial_dimensions))
+    for axis, reversed_ in enumerate(_bools(op, "window_reversal"), start=2):
+        if reversed_:
+            wi = im.flip(wi, axis)
+    # Input dilation (a transposed convolution: lax.conv_transpose) puts stride - 1 zeros
+    # between the input's pixels before the padding applies; a negative padding crops.
+    dilation = ints(op, "lhs_dilation", [1, 1])
+    if dilation != [1, 1] or any(p < 0 for p in padding):
+        xi = im.spread(xi, dilation)
+        low, high = padding[0::2], [p - (k - 1) for p, k in zip(padding[1::2], dilation)]  # the spread's trailing zeros count
+        xi = im.pad_or_crop(xi, [0, 0, *low], [0, 0, *high])
+        padding = [0, 0, 0, 0]
     y = im.build(
         tcp.Conv2dOp,
         [xi, wi],
