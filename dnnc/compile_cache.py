@@ -66,6 +66,7 @@ COMPILE_SETTINGS = (
     "tune_floor_us",
     "runtime_compiled_plans",
     "cudnn_attention",
+    "merge_products",
     "partition",
     "measure",
     "measure_autotune",

@@ -63,6 +63,11 @@ class Knobs:
     that timing all of them built, for 0.6% more summed cuDNN kernel time (at most 0.9%
     of one model's tuned kernel time; BENCHMARKS.md). ``dnnc tune`` times them all.
     (DNNC_RUNTIME_COMPILED_PLANS)"""
+    merge_products: bool = False
+    """Run products of the same rows by different stored weights (an attention layer's
+    query, key and value projections) as one product over the weights side by side
+    (``merge-sibling-products``). Off by default until a GPU run shows where it pays.
+    (DNNC_MERGE_PRODUCTS)"""
     cudnn_attention: bool = False
     """Give ``tcp.attention`` (``scaled_dot_product_attention``) to cuDNN's fused SDPA
     too (``cudnn-attention``). Off by default: dnnc's Triton attention kernel is faster
@@ -132,6 +137,7 @@ _ENV = {
     "tune_floor_us": "DNNC_TUNE_FLOOR_US",
     "runtime_compiled_plans": "DNNC_RUNTIME_COMPILED_PLANS",
     "cudnn_attention": "DNNC_CUDNN_ATTENTION",
+    "merge_products": "DNNC_MERGE_PRODUCTS",
     "gpu_backends": "DNNC_GPU_BACKENDS",
     "partition": "DNNC_PARTITION",
     "measure": "DNNC_MEASURE",
@@ -152,6 +158,7 @@ _BOOLS = (
     "compile_cache",
     "autotune",
     "cudnn_attention",
+    "merge_products",
     "measure",
     "measure_autotune",
     "cuda_graph",

@@ -39,10 +39,11 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     policy = knobs.get().partition
     if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
+    first = [*([MERGE_STAGE] if knobs.get().merge_products else []), GPU_FIRST_STAGE]
     if policy != "greedy":
-        return [GPU_FIRST_STAGE, *first_stages(backends), f"{PARTITION_STAGE}{policy}"]
+        return [*first, *first_stages(backends), f"{PARTITION_STAGE}{policy}"]
     here = [b for b in backends if usable(b)]
-    return [GPU_FIRST_STAGE, *(stage for b in here for stage in (*first_stages([b]), f"gpu-{b}"))]
+    return [*first, *(stage for b in here for stage in (*first_stages([b]), f"gpu-{b}"))]
 
 
 def first_stages(backends: Sequence[str]) -> list[str]:
@@ -53,6 +54,10 @@ def first_stages(backends: Sequence[str]) -> list[str]:
 
     return [stage for b in backends if b in BACKENDS and usable(b) for stage in BACKENDS[b].first_stages()]
 
+
+MERGE_STAGE = "gpu-merged-products"
+"""Products of the same rows by different stored weights as one product
+(``passes.merge_products``), where ``knobs.merge_products`` asks for it."""
 
 GPU_FIRST_STAGE = "gpu-aligned-products"
 """What every GPU program gets before any backend's stage: products whose rows would

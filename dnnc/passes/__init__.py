@@ -32,6 +32,7 @@ _WHERE: dict[str, str] = {
     "dce": "dnnc.passes.dce:DeadCodeElimination",
     "split-reductions": "dnnc.passes.split_reductions:SplitReductions",
     "pad-product-columns": "dnnc.passes.pad_products:PadProductColumns",
+    "merge-sibling-products": "dnnc.passes.merge_products:MergeSiblingProducts",
     "cudnn-attention": "dnnc.backends.cudnn.attention:CudnnAttention",
     "cudnn-group": "dnnc.backends.cudnn.grouping:CudnnGroup",
     "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",

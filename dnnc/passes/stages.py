@@ -51,6 +51,7 @@ framework wrote out in steps (softmax) are raised back to one tcp op."""
 STAGES: dict[str, str] = {
     "canonical": CANONICALIZE,
     "canonical-stablehlo": STABLEHLO_CANONICALIZE,
+    "gpu-merged-products": "merge-sibling-products,dce",
     "gpu-aligned-products": "pad-product-columns,dce",
     "gpu-cudnn-attention": "cudnn-attention",
     "gpu-triton-split-reductions": "split-reductions",

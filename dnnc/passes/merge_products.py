@@ -1,0 +1,122 @@
+"""merge-sibling-products: products of the same rows by different stored weights run as
+one product over the weights side by side; a slice hands each its columns.
+
+An attention layer projects its input three times (query, key and value in BERT, T5,
+Whisper, Llama and diffusers' attention) and a gated MLP twice (Llama's gate and up).
+Three ``[M, K] x [K, N]`` products read the same rows three times and launch three
+kernels of N columns each; one ``[M, K] x [K, 3N]`` product reads them once and launches
+once, with three times the tiles to fill the GPU. On BERT's layer at 8 x 512 tokens the
+three projections took 0.0108 ms each on an H200 (cuDNN), 0.032 ms together.
+
+The rows must be the same value, or reshapes of one value to the same shape (each
+``nn.Linear`` of a 3-D input reshapes it on its own). The weights are concatenated
+once, here, into a new parameter. Where every product's one use is the add of a
+broadcast stored bias, the biases are concatenated too and the add moves above the
+slices, so it stays in the merged product's epilogue.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from dnnc.ir import tcp
+from dnnc.ir.builder import TcpBuilder
+from dnnc.ir.params import ParamStore
+from dnnc.ir.rewriting import ParamPass
+from dnnc.ir.types import element_of, shape_of, tensor_type
+
+
+@dataclass(frozen=True)
+class _Sibling:
+    product: tcp.MatmulOp
+    weight: tcp.ParamOp
+    bias_add: tcp.AddOp | None
+    bias: tcp.ParamOp | None
+    """The stored ``[1, N]`` bias broadcast into ``bias_add``."""
+
+    @property
+    def columns(self) -> int:
+        return shape_of(self.product.result)[1]
+
+
+def _rows_key(v: SSAValue) -> tuple[SSAValue, tuple[int, ...]]:
+    """What the rows of a product are: a reshape's input and shape, or the value itself."""
+    owner = v.owner
+    if isinstance(owner, tcp.ReshapeOp):
+        return owner.input, shape_of(v)
+    return v, shape_of(v)
+
+
+def _bias_of(product: tcp.MatmulOp) -> tuple[tcp.AddOp, tcp.ParamOp] | None:
+    """The add of a broadcast stored bias that is the product's only use, if it is."""
+    uses = list(product.result.uses)
+    if len(uses) != 1 or not isinstance(add := uses[0].operation, tcp.AddOp):
+        return None
+    other = add.rhs if add.lhs is product.result else add.lhs
+    if other is product.result or not isinstance(other.owner, tcp.BroadcastOp):
+        return None
+    source = other.owner.input
+    columns = shape_of(product.result)[1]
+    if not isinstance(source.owner, tcp.ParamOp) or shape_of(source) != (1, columns):
+        return None
+    if element_of(source) != element_of(product.result):
+        return None
+    return add, source.owner
+
+
+def _siblings(block: Block) -> list[list[_Sibling]]:
+    """Products of one block by stored 2-D weights, grouped by their rows, in block order."""
+    groups: dict[tuple, list[_Sibling]] = defaultdict(list)
+    for op in block.ops:
+        if not isinstance(op, tcp.MatmulOp) or not isinstance(op.rhs.owner, tcp.ParamOp):
+            continue
+        bias = _bias_of(op)
+        sibling = _Sibling(op, op.rhs.owner, *(bias or (None, None)))
+        groups[(*_rows_key(op.lhs), element_of(op.rhs))].append(sibling)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _stored(params: ParamStore, name: str, tensors: list[torch.Tensor]) -> str:
+    merged = params.fresh_name(f"{name}.merged")
+    params.add(merged, torch.cat(tensors, dim=1).contiguous())
+    return merged
+
+
+def _merge(group: list[_Sibling], params: ParamStore) -> None:
+    first = group[0].product
+    b = TcpBuilder.before(first)
+    rows = first.lhs
+    depth, width = shape_of(rows)[1], sum(s.columns for s in group)
+    element = element_of(first.result)
+    name = _stored(params, group[0].weight.param_name, [params[s.weight.param_name] for s in group])
+    weight = b.emit(tcp.ParamOp(name, tensor_type((depth, width), element_of(first.rhs))))
+    merged = b.build(tcp.MatmulOp, [rows, weight])
+    with_bias = all(s.bias is not None for s in group)
+    if with_bias:
+        biases = [params[s.bias.param_name] for s in group if s.bias is not None]
+        bias_name = _stored(params, group[0].bias.param_name, biases)  # type: ignore[union-attr]
+        bias = b.emit(tcp.ParamOp(bias_name, tensor_type((1, width), element)))
+        merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
+    start = 0
+    for s in group:
+        replaced: Operation = s.bias_add if with_bias and s.bias_add is not None else s.product
+        replaced.results[0].replace_all_uses_with(b.slice(merged, 1, start, start + s.columns))
+        start += s.columns
+
+
+@dataclass(frozen=True)
+class MergeSiblingProducts(ParamPass):
+    name = "merge-sibling-products"
+
+    def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp):
+                for group in _siblings(fn.body.block):
+                    _merge(group, params)
