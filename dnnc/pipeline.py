@@ -57,7 +57,7 @@ def first_stages(backends: Sequence[str]) -> list[str]:
 
 MERGE_STAGE = "gpu-merged-products"
 """Products of the same rows by different stored weights as one product
-(``passes.merge_products``), where ``knobs.merge_products`` asks for it."""
+(``passes.merge_products``), unless ``knobs.merge_products`` is turned off."""
 
 GPU_FIRST_STAGE = "gpu-aligned-products"
 """What every GPU program gets before any backend's stage: products whose rows would

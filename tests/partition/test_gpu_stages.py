@@ -1,5 +1,5 @@
 """Which GPU stages the pipeline runs, read from the partitioner's backend table: each
-backend's stage in order under ``greedy``, the padding of unaligned products before all, one partition stage under a priced policy,
+backend's stage in order under ``greedy``, the merging of sibling products and the padding of unaligned products before all, one partition stage under a priced policy,
 cuDNN's attention stage first whatever the knob (which only widens what it takes), Triton's split of long
 reductions before any lowering, and a backend whose library is
 missing left out."""
@@ -13,7 +13,10 @@ import pytest
 from dnnc import knobs
 from dnnc.errors import DnncError
 from dnnc.partition.backends import BACKENDS
-from dnnc.pipeline import GPU_FIRST_STAGE, PARTITION_STAGE, gpu_stages
+from dnnc.pipeline import GPU_FIRST_STAGE, MERGE_STAGE, PARTITION_STAGE, gpu_stages
+
+FIRST = [MERGE_STAGE, GPU_FIRST_STAGE]
+"""Before any backend: sibling products merged, then unaligned products padded."""
 
 
 @pytest.fixture
@@ -33,15 +36,15 @@ def cudnn_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_stages_follow_the_policy_and_the_attention_knob(policy: str, attention: bool, stages: list[str]) -> None:
     with knobs.override(partition=policy, cudnn_attention=attention):
-        assert gpu_stages(["cudnn", "triton"]) == [GPU_FIRST_STAGE, *stages]
+        assert gpu_stages(["cudnn", "triton"]) == [*FIRST, *stages]
 
 
 def test_a_backend_whose_library_is_missing_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(BACKENDS, "cudnn", replace(BACKENDS["cudnn"], available=lambda: False))
     with knobs.override(partition="greedy", cudnn_attention=True):
-        assert gpu_stages(["cudnn", "triton"]) == [GPU_FIRST_STAGE, "gpu-triton-split-reductions", "gpu-triton"]
+        assert gpu_stages(["cudnn", "triton"]) == [*FIRST, "gpu-triton-split-reductions", "gpu-triton"]
     with knobs.override(partition="auto", cudnn_attention=True):
-        assert gpu_stages(["cudnn", "triton"]) == [GPU_FIRST_STAGE, "gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]
+        assert gpu_stages(["cudnn", "triton"]) == [*FIRST, "gpu-triton-split-reductions", f"{PARTITION_STAGE}auto"]
 
 
 def test_an_unknown_backend_is_named() -> None:

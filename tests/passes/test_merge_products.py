@@ -1,7 +1,7 @@
 """merge-sibling-products on models as transformers and diffusers build them (random
 weights): the projections of one input become one product each group, and the program
 computes what it did before (the reference backend before and after the pass, fresh
-random inputs); the knob puts the pass before the GPU stages."""
+random inputs); it runs before the GPU stages unless the knob turns it off."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def test_sibling_projections_merge_and_keep_their_values(name: str, args: dict, 
         assert_matches(a, e, torch.float32, what=f"{name} with its projections merged")
 
 
-def test_the_knob_puts_the_pass_before_the_gpu_stages() -> None:
-    assert MERGE_STAGE not in gpu_stages(["triton"])
-    with knobs.override(merge_products=True):
-        stages = gpu_stages(["triton"])
+def test_the_pass_runs_before_the_gpu_stages_unless_turned_off() -> None:
+    stages = gpu_stages(["triton"])
     assert stages[0] == MERGE_STAGE and stages[1] == "gpu-aligned-products"
+    with knobs.override(merge_products=False):
+        assert MERGE_STAGE not in gpu_stages(["triton"])

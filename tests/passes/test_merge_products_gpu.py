@@ -1,6 +1,5 @@
-"""A BERT encoder compiled for the GPU with its projections merged
-(``knobs.merge_products``): the query, key and value products run as one, and the
-output matches eager in float16."""
+"""A BERT encoder compiled for the GPU (``knobs.merge_products``, on by default): the
+query, key and value products run as one, and the output matches eager in float16."""
 
 from __future__ import annotations
 
