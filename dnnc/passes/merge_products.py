@@ -6,7 +6,8 @@ Whisper, Llama and diffusers' attention) and a gated MLP twice (Llama's gate and
 Three ``[M, K] x [K, N]`` products read the same rows three times and launch three
 kernels of N columns each; one ``[M, K] x [K, 3N]`` product reads them once and launches
 once, with three times the tiles to fill the GPU. On BERT's layer at 8 x 512 tokens the
-three projections took 0.0108 ms each on an H200 (cuDNN), 0.032 ms together.
+three projections took 0.0108 ms each on an H200 (cuDNN), 0.032 ms together; merged, the
+layer went from 0.1713 to 0.1688 ms (BENCHMARKS.md, "sibling products merged").
 
 The rows must be the same value, or reshapes of one value to the same shape (each
 ``nn.Linear`` of a 3-D input reshapes it on its own). The weights are concatenated
@@ -98,10 +99,10 @@ def _merge(group: list[_Sibling], params: ParamStore) -> None:
     name = _stored(params, group[0].weight.param_name, [params[s.weight.param_name] for s in group])
     weight = b.emit(tcp.ParamOp(name, tensor_type((depth, width), element_of(first.rhs))))
     merged = b.build(tcp.MatmulOp, [rows, weight])
-    with_bias = all(s.bias is not None for s in group)
+    stored_biases = [s.bias for s in group if s.bias is not None]
+    with_bias = len(stored_biases) == len(group)
     if with_bias:
-        biases = [params[s.bias.param_name] for s in group if s.bias is not None]
-        bias_name = _stored(params, group[0].bias.param_name, biases)  # type: ignore[union-attr]
+        bias_name = _stored(params, stored_biases[0].param_name, [params[p.param_name] for p in stored_biases])
         bias = b.emit(tcp.ParamOp(bias_name, tensor_type((1, width), element)))
         merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
     start = 0
