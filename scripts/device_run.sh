@@ -204,8 +204,8 @@ for step in $steps; do
       # Two halves of the suite at once, one per GPU of a two-GPU machine, each process
       # held to half the cores (its compile workers too): $SUITE_WORKLOADS_0 on GPU 0,
       # $SUITE_WORKLOADS_1 on GPU 1, results under $OUT/gpu0 and $OUT/gpu1 (merge them
-      # with bench/suite/report.py's merge_runs). Timings are the GPU's own; compile
-      # times are those of a 16-core host.
+      # with bench/merge_suite.py). Timings are the GPU's own; compile times are those of
+      # a host with half the cores.
       cores=$(( $(nproc) / 2 ))
       pids=()
       for g in 0 1; do

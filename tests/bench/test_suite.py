@@ -193,6 +193,31 @@ def test_runs_merge_only_on_the_same_machine_and_versions() -> None:
         report.merge_runs(run(["gpt2-block"]), run(["conv-block-b1"], driver="2"), order)
 
 
+def test_runs_of_several_gpus_merge_into_one_result_without_a_gpu(tmp_path: Path) -> None:
+    """``bench/merge_suite.py``: a pair run's halves (and a later re-run of one workload)
+    become one JSON with its tables beside it; runs of different drivers are refused."""
+    from bench.merge_suite import main as merge_main
+
+    def run(workloads: list[str], driver: str = "1", ms: float = 1.0) -> dict:
+        results = [{**PAYLOAD["results"][0], "workload": w, "floor": {"flops": 1, "bytes": 1, "ms": ms}} for w in workloads]
+        return {**PAYLOAD, "environment": {**PAYLOAD["environment"], "driver": driver}, "results": results}
+
+    files = []
+    for i, payload in enumerate([run(["resnet50-b32"]), run(["gpt2-block", "conv-block-b1"]), run(["gpt2-block"], ms=3.0)]):
+        files.append(tmp_path / f"run{i}.json")
+        files[-1].write_text(json.dumps(payload))
+    out = tmp_path / "merged" / "suite.json"
+    merge_main([*map(str, files), "--out", str(out)])
+    merged = json.loads(out.read_text())
+    assert [r["workload"] for r in merged["results"]] == ["conv-block-b1", "resnet50-b32", "gpt2-block"]
+    assert merged["results"][2]["floor"]["ms"] == 3.0, "the later run's workload replaces the earlier one's"
+    assert "| gpt2-block |" in out.with_suffix(".md").read_text()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(run(["bert-s128-b8"], driver="2")))
+    with pytest.raises(SystemExit, match="cannot merge .*driver was '1' and is now '2'"):
+        merge_main([str(files[0]), str(other), "--out", str(tmp_path / "x.json")])
+
+
 def test_auto_against_the_fastest_peer() -> None:
     variants = PAYLOAD["results"][0]["variants"]
     assert report.versus_best_peer(variants) == "0.42x PyTorch eager"
