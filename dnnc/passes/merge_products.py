@@ -84,32 +84,44 @@ def _siblings(block: Block) -> list[list[_Sibling]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _stored(params: ParamStore, name: str, tensors: list[torch.Tensor]) -> str:
-    merged = params.fresh_name(f"{name}.merged")
-    params.add(merged, torch.cat(tensors, dim=1).contiguous())
-    return merged
+class _Merger:
+    """Merges groups of siblings; the parameters side by side are stored once per
+    sequence of sources, so layers that share their weights (ALBERT) share the merged
+    ones too instead of each storing a copy."""
 
+    def __init__(self, params: ParamStore):
+        self.params = params
+        self.stored: dict[tuple[str, ...], str] = {}
 
-def _merge(group: list[_Sibling], params: ParamStore) -> None:
-    first = group[0].product
-    b = TcpBuilder.before(first)
-    rows = first.lhs
-    depth, width = shape_of(rows)[1], sum(s.columns for s in group)
-    element = element_of(first.result)
-    name = _stored(params, group[0].weight.param_name, [params[s.weight.param_name] for s in group])
-    weight = b.emit(tcp.ParamOp(name, tensor_type((depth, width), element_of(first.rhs))))
-    merged = b.build(tcp.MatmulOp, [rows, weight])
-    stored_biases = [s.bias for s in group if s.bias is not None]
-    with_bias = len(stored_biases) == len(group)
-    if with_bias:
-        bias_name = _stored(params, stored_biases[0].param_name, [params[p.param_name] for p in stored_biases])
-        bias = b.emit(tcp.ParamOp(bias_name, tensor_type((1, width), element)))
-        merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
-    start = 0
-    for s in group:
-        replaced: Operation = s.bias_add if with_bias and s.bias_add is not None else s.product
-        replaced.results[0].replace_all_uses_with(b.slice(merged, 1, start, start + s.columns))
-        start += s.columns
+    def side_by_side(self, sources: list[tcp.ParamOp]) -> str:
+        """The name of ``sources``' values concatenated along their columns."""
+        key = tuple(p.param_name for p in sources)
+        if key not in self.stored:
+            name = self.params.fresh_name(f"{key[0]}.merged")
+            self.params.add(name, torch.cat([self.params[k] for k in key], dim=1).contiguous())
+            self.stored[key] = name
+        return self.stored[key]
+
+    def merge(self, group: list[_Sibling]) -> None:
+        first = group[0].product
+        b = TcpBuilder.before(first)
+        rows = first.lhs
+        depth, width = shape_of(rows)[1], sum(s.columns for s in group)
+        element = element_of(first.result)
+        weight = b.emit(
+            tcp.ParamOp(self.side_by_side([s.weight for s in group]), tensor_type((depth, width), element_of(first.rhs)))
+        )
+        merged = b.build(tcp.MatmulOp, [rows, weight])
+        stored_biases = [s.bias for s in group if s.bias is not None]
+        with_bias = len(stored_biases) == len(group)
+        if with_bias:
+            bias = b.emit(tcp.ParamOp(self.side_by_side(stored_biases), tensor_type((1, width), element)))
+            merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
+        start = 0
+        for s in group:
+            replaced: Operation = s.bias_add if with_bias and s.bias_add is not None else s.product
+            replaced.results[0].replace_all_uses_with(b.slice(merged, 1, start, start + s.columns))
+            start += s.columns
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,8 @@ class MergeSiblingProducts(ParamPass):
     name = "merge-sibling-products"
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
+        merger = _Merger(params)
         for fn in op.walk():
             if isinstance(fn, func.FuncOp):
                 for group in _siblings(fn.body.block):
-                    _merge(group, params)
+                    merger.merge(group)

@@ -57,3 +57,33 @@ def test_the_pass_runs_before_the_gpu_stages_unless_turned_off() -> None:
     assert stages[0] == MERGE_STAGE and stages[1] == "gpu-aligned-products"
     with knobs.override(merge_products=False):
         assert MERGE_STAGE not in gpu_stages(["triton"])
+
+
+SHARED = """func.func @forward(%x: tensor<8x16xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %wq = tcp.param @q.weight : tensor<16x8xf32>
+  %wk = tcp.param @k.weight : tensor<16x8xf32>
+  %q = tcp.matmul %x, %wq : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %k = tcp.matmul %x, %wk : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %h = tcp.tanh %q : tensor<8x8xf32>
+  %hx = tcp.concat %h, %k {axis = 1 : i64} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x16xf32>
+  %q2 = tcp.matmul %hx, %wq : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  %k2 = tcp.matmul %hx, %wk : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  func.return %q, %k, %q2, %k2 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}"""
+"""Two layers with the same weights (ALBERT shares one layer's across its depth)."""
+
+
+def test_layers_sharing_weights_share_the_merged_weights(rng: torch.Generator) -> None:
+    from dnnc.ir.params import ParamStore
+    from dnnc.ir.program import Program
+    from dnnc.ir.text import parse_ir
+
+    params = ParamStore({n: torch.randn(16, 8, generator=rng) for n in ("q.weight", "k.weight")})
+    program = Program(parse_ir(SHARED, "shared"), params)
+    x = torch.randn(8, 16, generator=rng)
+    expected = ReferenceExecutor(program).run([x])
+    run_passes(program, parse_passes("merge-sibling-products,dce"))
+    used = {op.param_name for op in program.entry.body.walk() if isinstance(op, tcp.ParamOp)}
+    assert sum(_products(program).values()) == 2 and used == {"q.weight.merged"}, program.text()
+    for a, e in zip(ReferenceExecutor(program).run([x]), expected, strict=True):
+        assert_matches(a, e, torch.float32, what="layers sharing merged weights")
