@@ -24,6 +24,7 @@ import pstats
 import sys
 import time
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,56 @@ def host_us(fn: Callable[[], Any], calls: int) -> float:
     return sorted(rounds)[2]
 
 
+def rounds_host_us(fn: Callable[[], Any], inner: int = 10, repeats: int = 25) -> float:
+    """Median host microseconds per call in the rounds ``median_ms`` times: ``inner`` calls
+    right after the GPU was waited for. Set beside ``host_us`` (200 calls queued), it says
+    whether a call is slower on the host just after a wait."""
+    rounds = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        rounds.append((time.perf_counter() - started) / inner * 1e6)
+    torch.cuda.synchronize()
+    return sorted(rounds)[repeats // 2]
+
+
+def gpu_timeline(fn: Callable[[], Any], calls: int = 10) -> dict[str, Any]:
+    """``calls`` calls right after a wait, under ``torch.profiler``: when each graph launch
+    left the host and when the GPU ran each kernel (microseconds from the first launch),
+    the GPU's busy time and its idle gaps. Says whether a call's time on the GPU is its
+    kernels, the host's launches, or the wait between them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    events = prof.events()
+    launches = sorted(e.time_range.start for e in events if e.name == "cudaGraphLaunch")
+    kernels = sorted((e.time_range.start, e.time_range.end) for e in events if e.device_type.name == "CUDA")
+    if not launches or not kernels:
+        return {"launches": len(launches), "kernels": len(kernels)}
+    t0 = launches[0]
+    busy = sum(end - start for start, end in kernels)
+    gaps = [b[0] - a[1] for a, b in pairwise(kernels)]
+    return {
+        "launch_us": [round(t - t0, 1) for t in launches],
+        "kernel_start_us": [round(k[0] - t0, 1) for k in kernels],
+        "gpu_span_us": round(kernels[-1][1] - kernels[0][0], 1),
+        "gpu_busy_us": round(busy, 1),
+        "largest_gaps_us": sorted((round(g, 1) for g in gaps), reverse=True)[:12],
+        "kernels_per_call": len(kernels) / calls,
+    }
+
+
 def breakdown(name: str, calls: int) -> dict[str, Any]:
     import dnnc
-    from dnnc.runtime import cuda_graph
-    from dnnc.runtime.signature import check_inputs
+    from dnnc.runtime.signature import check_inputs, placement
 
     model, inputs = WORKLOADS[name].build()
     half = model.cuda().half().eval()
@@ -85,7 +132,7 @@ def breakdown(name: str, calls: int) -> dict[str, Any]:
     pieces: dict[str, Callable[[], Any]] = {
         "whole call": lambda: compiled(*xs),
         "check_inputs": lambda: check_inputs(compiled.input_specs, xs, compiled.device),
-        "placement key": lambda: cuda_graph._placement(xs),
+        "placement key": lambda: placement(xs),
         "is_current_stream_capturing": capturing,
         "inference_mode enter and exit": inference,
         "bound replay": binding.replay,
@@ -93,7 +140,7 @@ def breakdown(name: str, calls: int) -> dict[str, Any]:
     }
     if direct is not None:
         graph = (direct.handing or [direct.shared])[0]
-        pieces["graph replay"] = graph.graph.replay
+        pieces["graph replay"] = graph.replay
         if graph.handed is not None:
             handed = graph.handed
             pieces["outputs handed out"] = lambda: handed.free() and handed.give()
@@ -103,11 +150,11 @@ def breakdown(name: str, calls: int) -> dict[str, Any]:
         pieces["output structure"] = lambda: compiled._structured(placeholders)
     row: dict[str, Any] = {"workload": name, "relative_error": error, "inputs": len(xs)}
     row["host_us"] = {k: round(host_us(fn, QUEUED if k in _ENQUEUE else calls), 2) for k, fn in pieces.items()}
-    row["per_call_ms"] = {
-        "whole call": median_ms(lambda: compiled(*xs)),
-        "bound replay": median_ms(binding.replay),
-        "eager in one CUDA graph": median_ms(eager_replay),
-    }
+    timed = {"whole call": lambda: compiled(*xs), "bound replay": binding.replay, "eager in one CUDA graph": eager_replay}
+    row["per_call_ms"] = {k: median_ms(fn) for k, fn in timed.items()}
+    row["per_call_ms_100_back_to_back"] = {k: median_ms(fn, inner=100) for k, fn in timed.items()}
+    row["host_us_in_timed_rounds"] = {k: round(rounds_host_us(fn), 2) for k, fn in timed.items()}
+    row["gpu_timeline"] = {k: gpu_timeline(fn) for k, fn in timed.items()}
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(calls):
@@ -140,6 +187,10 @@ def main() -> None:
         row = breakdown(name, args.calls)
         record["results"].append(row)
         print(f"{name}: per call {row['per_call_ms']}")
+        print(f"    100 back to back: {row['per_call_ms_100_back_to_back']}")
+        print(f"    host us in the timed rounds: {row['host_us_in_timed_rounds']}")
+        for way, timeline in row["gpu_timeline"].items():
+            print(f"    timeline, {way}: {timeline}")
         for piece, us in row["host_us"].items():
             print(f"    {piece:32s} {us:8.2f} us")
         print("\n".join(row["profile"][:40]))

@@ -19,7 +19,7 @@ from dnnc.ir.program import Program
 from dnnc.report import CompileReport
 from dnnc.runtime.binding import Binding, by_running, checked
 from dnnc.runtime.index_check import IndexCheck
-from dnnc.runtime.signature import as_tensors, check_inputs, specs_of
+from dnnc.runtime.signature import as_tensors, check_inputs, placement, specs_of
 
 
 class InferenceModule:
@@ -106,6 +106,10 @@ class CompiledModule(InferenceModule):
         self._in_spec = in_spec
         self._positional = positional  # the example inputs were plain positional tensors
         self._out_spec = out_spec
+        self._one_leaf = out_spec is not None and out_spec.is_leaf()
+        """The model returns one tensor: the call hands back the program's one output."""
+        self._checked: tuple | None = None
+        """The ``placement`` of the last inputs that passed ``check_inputs``."""
         self._index_check: IndexCheck | None = None
         """The gathering steps' out-of-range flags (GPU programs that gather; the
         reference backend raises by itself)."""
@@ -130,27 +134,34 @@ class CompiledModule(InferenceModule):
             arena = ArenaRunner(self._executor)
             graphed = knobs.get().cuda_graph if cuda_graph is None else cuda_graph
             self._runner: Any = CudaGraphRunner(arena) if graphed else arena
+            self._takes_placement = graphed
             if self._executor.index_check.flags is not None:
                 self._index_check = self._executor.index_check
         else:
             self._executor = ReferenceExecutor(program, knobs.get().reference_precision)
             self._runner = self._executor
+            self._takes_placement = False
 
     def __call__(self, *args: Any) -> Any:
+        placed = None
         if self._positional and all(type(a) is torch.Tensor for a in args):
-            flat: list[Any] = list(args)  # the common call: nothing to flatten or convert
+            flat: Any = args  # the common call: nothing to flatten or convert
+            placed = placement(args)
+            if placed != self._checked:  # the same tensors as the last checked call pass again
+                check_inputs(self.input_specs, args, self.placed)
+                self._checked = placed
         else:
             flat = as_tensors(self._flatten(args))
-        check_inputs(self.input_specs, flat, self.placed)
+            check_inputs(self.input_specs, flat, self.placed)
         if self._other_gpus and torch.cuda.current_device() != self.placed.index:
             with torch.cuda.device(self.placed):  # its graphs, streams and kernels are that GPU's
-                return self._run(flat)
-        return self._run(flat)
+                return self._run(flat, placed)
+        return self._run(flat, placed)
 
-    def _run(self, flat: list[Any]) -> Any:
+    def _run(self, flat: Any, placed: tuple | None = None) -> Any:
         if self._index_check is not None:
             self._index_check.before_call()
-        outputs = self._runner.run(flat)
+        outputs = self._runner.run(flat, placed) if self._takes_placement else self._runner.run(flat)
         if self._index_check is not None:
             self._index_check.after_call()
         return self._structured(outputs)
@@ -175,6 +186,8 @@ class CompiledModule(InferenceModule):
         return Binding(tuple(leaves), self._structured(outputs), launch)
 
     def _structured(self, outputs: list[Any]) -> Any:
+        if self._one_leaf:
+            return outputs[0]
         if self._out_spec is None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return pytree.tree_unflatten(outputs, self._out_spec)

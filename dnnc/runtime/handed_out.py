@@ -53,6 +53,8 @@ class HandedOut:
         self._alone = [use_count(s) for s in self._storages]
         """Each storage's use count with only this object referring to it."""
         self._layouts: list[_Layout | torch.Tensor] = []
+        self._whole: list[torch.Tensor] | None = None
+        """The buffers in return order, where every returned value is one of them whole."""
 
     def describe(self, returned: Sequence[torch.Tensor]) -> None:
         """Learn where each returned value of the captured run lives; a value outside the
@@ -68,13 +70,17 @@ class HandedOut:
             whole = t.shape == b.shape and t.stride() == b.stride() and t.storage_offset() == b.storage_offset()
             layouts.append(_Layout(i, tuple(t.shape), tuple(t.stride()), t.storage_offset(), whole))
         self._layouts = layouts
+        whole = [self.buffers[x.buffer] for x in layouts if isinstance(x, _Layout) and x.whole]
+        self._whole = whole if len(whole) == len(layouts) else None
 
     def free(self) -> bool:
         """Whether nothing outside refers to any buffer: a replay may rewrite them."""
-        return all(use_count(s) == n for s, n in zip(self._storages, self._alone))
+        return [use_count(s) for s in self._storages] == self._alone
 
     def give(self) -> list[torch.Tensor]:
         """The returned values for the caller: views of the buffers, copies of the rest."""
+        if self._whole is not None:
+            return [b.detach() for b in self._whole]
         out = []
         for layout in self._layouts:
             if isinstance(layout, torch.Tensor):

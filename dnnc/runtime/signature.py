@@ -42,6 +42,15 @@ def as_tensors(args: Sequence[Any]) -> list[Any]:
     return converted
 
 
+def placement(inputs: Sequence[torch.Tensor]) -> tuple:
+    """What a kernel reading these very tensors depends on: each one's address, shape,
+    strides, dtype and device (``get_device``: the GPU's index, -1 on the CPU). Two calls
+    with the same placement pass the same tensors, or tensors living where they lived,
+    so the second needs no ``check_inputs`` and reads what a graph captured on the first
+    reads."""
+    return tuple([(t.data_ptr(), t.shape, t.stride(), t.dtype, t.get_device()) for t in inputs])
+
+
 def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: torch.device | str | None = None) -> None:
     """Raise an InputError naming the first argument that does not fit. Every call
     goes through this, so the common case (all fit) costs a few comparisons."""

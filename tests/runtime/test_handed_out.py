@@ -46,3 +46,17 @@ def test_results_are_ordinary_tensors_even_when_made_in_inference_mode() -> None
     (result,) = handed.give()
     assert not result.is_inference()
     result.add_(1)  # the caller may change it in place
+
+
+def test_values_that_are_whole_buffers_are_handed_out_in_return_order() -> None:
+    handed = HandedOut([torch.empty(2), torch.empty(3)])
+    handed.describe([handed.buffers[1], handed.buffers[0]])
+    handed.buffers[0].fill_(1.0)
+    handed.buffers[1].fill_(2.0)
+    first, second = handed.give()
+    assert first.data_ptr() == handed.buffers[1].data_ptr() and torch.equal(first, torch.full((3,), 2.0))
+    assert second.data_ptr() == handed.buffers[0].data_ptr() and torch.equal(second, torch.ones(2))
+    assert first is not handed.buffers[1], "the caller gets a tensor of its own, not the buffer object"
+    assert not handed.free()
+    del first, second
+    assert handed.free()
