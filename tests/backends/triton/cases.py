@@ -375,6 +375,25 @@ CASES = [
 }""",
     ),
     Case(
+        "attention_heads_sliced_from_merged_projections",
+        ("attention",),
+        # One product's columns hold the query, key and value (merge-sibling-products):
+        # each is a slice, its heads split by reshape + transpose, all in the prologue.
+        """func.func @forward(%x: tensor<19x144xT>) -> tensor<1x3x19x16xT> {
+  %q0 = tcp.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 19, 48>, strides = array<i64: 1, 1>} : tensor<19x144xT> -> tensor<19x48xT>
+  %k0 = tcp.slice %x {starts = array<i64: 0, 48>, limits = array<i64: 19, 96>, strides = array<i64: 1, 1>} : tensor<19x144xT> -> tensor<19x48xT>
+  %v0 = tcp.slice %x {starts = array<i64: 0, 96>, limits = array<i64: 19, 144>, strides = array<i64: 1, 1>} : tensor<19x144xT> -> tensor<19x48xT>
+  %qr = tcp.reshape %q0 : tensor<19x48xT> to tensor<1x19x3x16xT>
+  %kr = tcp.reshape %k0 : tensor<19x48xT> to tensor<1x19x3x16xT>
+  %vr = tcp.reshape %v0 : tensor<19x48xT> to tensor<1x19x3x16xT>
+  %q = tcp.transpose %qr {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x19x3x16xT> -> tensor<1x3x19x16xT>
+  %k = tcp.transpose %kr {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x19x3x16xT> -> tensor<1x3x19x16xT>
+  %v = tcp.transpose %vr {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x19x3x16xT> -> tensor<1x3x19x16xT>
+  %a = tcp.attention %q, %k, %v {scale = 0.25 : f64, causal = false} : tensor<1x3x19x16xT>, tensor<1x3x19x16xT>, tensor<1x3x19x16xT> -> tensor<1x3x19x16xT>
+  func.return %a : tensor<1x3x19x16xT>
+}""",
+    ),
+    Case(
         "attention_whole_key_blocks_head_dim_8",
         ("attention", "attention"),
         # UNet's head dim of 8, keys a whole number of blocks (no key mask at all), queries

@@ -49,3 +49,17 @@ def test_a_pointwise_convolution_reads_and_stores_contiguous_rows() -> None:
     assert "tl.store(out0 + offs0" in nchw and "offs0 = tl.broadcast_to((n_i) * 350 + (o_i) * 35 + (p_i)," in nchw, nchw
     assert "inb" not in nchw
     assert "((rm)) * 5 + ci0" in nhwc, nhwc
+
+
+def test_heads_sliced_from_merged_projections_are_read_contiguously() -> None:
+    """The key's heads, split from a slice of the merged product's columns: each position
+    is the row times the merged width plus the slice's start, the head and the lane; no
+    quotient or remainder of a linear index that would hide the lanes' contiguity."""
+    (case,) = [c for c in CASES if c.name == "attention_heads_sliced_from_merged_projections"]
+    program = case.program("f16")
+    run_passes(program, [TritonFuse()])
+    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    source = generate(group, candidates(GroupInfo.of(group))[0]).text
+    loads = [line for line in source.splitlines() if "tl.load(" in line]
+    assert len(loads) == 3 and not any("//" in line or "%" in line for line in loads), source
+    assert any("(rn) * 144 + (hk) * 16 + rdk + 48" in line for line in loads), source
