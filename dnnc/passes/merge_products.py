@@ -11,9 +11,9 @@ layer went from 0.1713 to 0.1688 ms (BENCHMARKS.md, "sibling products merged").
 
 The rows must be the same value, or reshapes of one value to the same shape (each
 ``nn.Linear`` of a 3-D input reshapes it on its own). The weights are concatenated
-once, here, into a new parameter. Where every product's one use is the add of a
-broadcast stored bias, the biases are concatenated too and the add moves above the
-slices, so it stays in the merged product's epilogue.
+once, here, into a new parameter. Where a product's one use is the add of a broadcast
+stored bias, the biases are concatenated too (zeros for a product without one) and the
+add moves above the slices, so it stays in the merged product's epilogue.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import torch
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dnnc.ir import tcp
 from dnnc.ir.builder import TcpBuilder
 from dnnc.ir.params import ParamStore
 from dnnc.ir.rewriting import ParamPass
-from dnnc.ir.types import element_of, shape_of, tensor_type
+from dnnc.ir.types import element_of, shape_of, tensor_type, torch_dtype
 
 
 @dataclass(frozen=True)
@@ -93,14 +93,24 @@ class _Merger:
         self.params = params
         self.stored: dict[tuple[str, ...], str] = {}
 
-    def side_by_side(self, sources: list[tcp.ParamOp]) -> str:
-        """The name of ``sources``' values concatenated along their columns."""
-        key = tuple(p.param_name for p in sources)
+    def side_by_side(self, key: tuple[str, ...]) -> str:
+        """The name of the values of the parameters named ``key`` concatenated along their columns."""
         if key not in self.stored:
             name = self.params.fresh_name(f"{key[0]}.merged")
             self.params.add(name, torch.cat([self.params[k] for k in key], dim=1).contiguous())
             self.stored[key] = name
         return self.stored[key]
+
+    def zeros(self, sibling: _Sibling, element: Attribute) -> str:
+        """A zero bias for a product without one among siblings with biases (Whisper's
+        key projection), so the merged product adds every bias in its epilogue and each
+        slice is its former product's value as it was: a bias added below a slice would be
+        one more op in whatever reads the slice (an attention kernel's prologue, at every
+        key block)."""
+        name = f"{sibling.weight.param_name}.zero_bias"
+        if name not in self.params:
+            self.params.add(name, torch.zeros(1, sibling.columns, dtype=torch_dtype(element)))
+        return name
 
     def merge(self, group: list[_Sibling]) -> None:
         first = group[0].product
@@ -108,14 +118,13 @@ class _Merger:
         rows = first.lhs
         depth, width = shape_of(rows)[1], sum(s.columns for s in group)
         element = element_of(first.result)
-        weight = b.emit(
-            tcp.ParamOp(self.side_by_side([s.weight for s in group]), tensor_type((depth, width), element_of(first.rhs)))
-        )
+        weights = tuple(s.weight.param_name for s in group)
+        weight = b.emit(tcp.ParamOp(self.side_by_side(weights), tensor_type((depth, width), element_of(first.rhs))))
         merged = b.build(tcp.MatmulOp, [rows, weight])
-        stored_biases = [s.bias for s in group if s.bias is not None]
-        with_bias = len(stored_biases) == len(group)
+        with_bias = any(s.bias is not None for s in group)
         if with_bias:
-            bias = b.emit(tcp.ParamOp(self.side_by_side(stored_biases), tensor_type((1, width), element)))
+            biases = tuple(s.bias.param_name if s.bias is not None else self.zeros(s, element) for s in group)
+            bias = b.emit(tcp.ParamOp(self.side_by_side(biases), tensor_type((1, width), element)))
             merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
         start = 0
         for s in group:

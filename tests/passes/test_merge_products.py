@@ -33,6 +33,8 @@ def _products(program) -> Counter:
         ("llama", {"batch": 2, "seq": 16, "layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "vocab": 100}, 6),
         # T5's encoder: query, key and value without biases
         ("t5_encoder", {"batch": 2, "seq": 16, "layers": 2, "hidden": 64, "heads": 4, "vocab": 100}, 4),
+        # Whisper's encoder: the key projection alone without a bias (a zero one in the merge)
+        ("whisper_encoder", {"batch": 1, "frames": 32, "layers": 2, "hidden": 64, "heads": 4, "mels": 8}, 4),
     ],
 )
 def test_sibling_projections_merge_and_keep_their_values(name: str, args: dict, merged: int, rng: torch.Generator) -> None:

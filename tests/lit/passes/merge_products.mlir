@@ -36,17 +36,21 @@ func.func @qkv(%x: tensor<2x16x64xf16>) -> (tensor<32x64xf16>, tensor<32x32xf16>
   func.return %qb, %kb, %vb : tensor<32x64xf16>, tensor<32x32xf16>, tensor<32x32xf16>
 }
 
-// A gated MLP's gate and up products: only one has a bias, so the biases stay below
-// the slices; a product of other rows is left alone.
+// A gated MLP's gate and up products: only the up product has a bias, so the gate gets
+// a zero one and both are added above the slices; a product of other rows is left alone.
 // CHECK-LABEL: func.func @gate_up
 // CHECK-NEXT:    %[[W:.*]] = tcp.param @gate.weight.merged : tensor<64x256xf16>
 // CHECK-NEXT:    %[[Y:.*]] = tcp.matmul %x, %[[W]] : (tensor<8x64xf16>, tensor<64x256xf16>) -> tensor<8x256xf16>
-// CHECK-NEXT:    %[[G:.*]] = tcp.slice %[[Y]] {starts = array<i64: 0, 0>, limits = array<i64: 8, 128>
-// CHECK-NEXT:    %[[U:.*]] = tcp.slice %[[Y]] {starts = array<i64: 0, 128>, limits = array<i64: 8, 256>
-// CHECK-NEXT:    tcp.silu %[[G]]
-// CHECK:         tcp.add %[[U]],
-// CHECK:         %[[O:.*]] = tcp.matmul %other, %{{.*}} : (tensor<8x64xf16>, tensor<64x128xf16>) -> tensor<8x128xf16>
-// CHECK-NEXT:    func.return %{{.*}}, %[[O]]
+// CHECK-NEXT:    %[[B:.*]] = tcp.param @gate.weight.zero_bias.merged : tensor<1x256xf16>
+// CHECK-NEXT:    %[[BB:.*]] = tcp.broadcast %[[B]] : tensor<1x256xf16> to tensor<8x256xf16>
+// CHECK-NEXT:    %[[Z:.*]] = tcp.add %[[Y]], %[[BB]] : tensor<8x256xf16>
+// CHECK-NEXT:    %[[G:.*]] = tcp.slice %[[Z]] {starts = array<i64: 0, 0>, limits = array<i64: 8, 128>
+// CHECK-NEXT:    %[[U:.*]] = tcp.slice %[[Z]] {starts = array<i64: 0, 128>, limits = array<i64: 8, 256>
+// CHECK-NEXT:    %[[S:.*]] = tcp.silu %[[G]]
+// CHECK-NEXT:    %[[M:.*]] = tcp.mul %[[S]], %[[U]]
+// CHECK-NEXT:    %[[WO:.*]] = tcp.param @other.weight
+// CHECK-NEXT:    %[[O:.*]] = tcp.matmul %other, %[[WO]] : (tensor<8x64xf16>, tensor<64x128xf16>) -> tensor<8x128xf16>
+// CHECK-NEXT:    func.return %[[M]], %[[O]]
 func.func @gate_up(%x: tensor<8x64xf16>, %other: tensor<8x64xf16>) -> (tensor<8x128xf16>, tensor<8x128xf16>) {
   %wg = tcp.param @gate.weight : tensor<64x128xf16>
   %g = tcp.matmul %x, %wg : (tensor<8x64xf16>, tensor<64x128xf16>) -> tensor<8x128xf16>
