@@ -59,11 +59,26 @@ def test_padded_rows_are_exactly_the_bucket_programs_rows(resnet: tuple[torch.nn
     _close(alone, want, 5e-3)
 
 
+def _assert_equal_weights_uploaded_once(large, small) -> None:
+    """Every weight of the small bucket equal to one of the large bucket's (name, shape,
+    dtype, values) is that very tensor, and at least half are. Not all: each bucket's
+    program chooses its own kernels, by measuring them, and a weight prepared for a kernel
+    the other bucket did not choose has no equal there (ResNet-50 at batch 2 and 8: 88 and
+    80 of 108 shared in two compiles on an H200)."""
+    mine, theirs = small._executor.env.params, large._executor.env.params
+    equal = [
+        n
+        for n, t in mine.items()
+        if n in theirs and theirs[n].shape == t.shape and theirs[n].dtype == t.dtype and torch.equal(theirs[n], t)
+    ]
+    assert all(theirs[n] is mine[n] for n in equal), "an equal weight was uploaded twice"
+    assert len(equal) >= 0.5 * len(mine), f"{len(equal)} of {len(mine)} weights the same in both buckets"
+
+
 def test_buckets_share_weights_and_the_arena(resnet: tuple[torch.nn.Module, BucketedModule]) -> None:
     _, compiled = resnet
+    _assert_equal_weights_uploaded_once(compiled.modules[(8,)], compiled.modules[(2,)])
     large, small = compiled.modules[(8,)], compiled.modules[(2,)]
-    shared = [n for n, t in small._executor.env.params.items() if large._executor.env.params.get(n) is t]
-    assert len(shared) >= 0.9 * len(small._executor.env.params), "the buckets' weights were uploaded once each"
     arena = lambda m: m._runner.arena.arena.untyped_storage().data_ptr()  # noqa: E731
     assert arena(large) == arena(small)
     assert compiled.memory_peak_bytes == large.memory_peak_bytes
@@ -78,9 +93,7 @@ def test_the_bucketed_artifact_loads_back_sharing_its_weights(
     for batch in (1, 2, 5, 8):
         x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.float16)
         _close(loaded(x), compiled(x), 5e-3)
-    large, small = loaded.modules[(8,)], loaded.modules[(2,)]
-    shared = [n for n, t in small._executor.env.params.items() if large._executor.env.params.get(n) is t]
-    assert len(shared) >= 0.9 * len(small._executor.env.params)
+    _assert_equal_weights_uploaded_once(loaded.modules[(8,)], loaded.modules[(2,)])
     for module in loaded.modules.values():
         assert not module.summary()["fallbacks"]
 
