@@ -64,8 +64,9 @@
 #              longer than one call: split them and merge the JSON (bench/run.py --merge);
 #              SUITE_VARIANTS=compile-max,... adds torch.compile max-autotune (up to 5 minutes of
 #              compile a workload: one or two workloads a call)
-#   suite-pair  the suite on a two-GPU machine, $SUITE_WORKLOADS_0 on GPU 0 and $SUITE_WORKLOADS_1
-#              on GPU 1 at once, each with half the cores; JSON and log under $OUT/gpu0 and $OUT/gpu1
+#   suite-gpus  the suite split over the machine's GPUs at once (suite-pair: the same), $SUITE_WORKLOADS_<g>
+#              on GPU g, each with its share of the cores; JSON and log under $OUT/gpu<g> (four GPUs: the
+#              whole suite in one call)
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -200,17 +201,19 @@ for step in $steps; do
     suite)
       python3 bench/run.py --workloads "${SUITE_WORKLOADS:-}" --variants "${SUITE_VARIANTS:-graph,compile,dnnc,jax}" \
         --policies "${SUITE_POLICIES:-auto}" --no-update --out "$OUT" 2>&1 | tee "$OUT/suite.log" || status=1 ;;
-    suite-pair)
-      # Two halves of the suite at once, one per GPU of a two-GPU machine, each process
-      # held to half the cores (its compile workers too): $SUITE_WORKLOADS_0 on GPU 0,
-      # $SUITE_WORKLOADS_1 on GPU 1, results under $OUT/gpu0 and $OUT/gpu1 (merge them
-      # with bench/merge_suite.py). Timings are the GPU's own; compile times are those of
-      # a host with half the cores.
-      cores=$(( $(nproc) / 2 ))
+    suite-pair|suite-gpus)
+      # The suite split over the machine's GPUs, all at once: $SUITE_WORKLOADS_<g> on GPU g
+      # (a GPU whose variable is empty or unset runs nothing), each process held to its
+      # share of the cores (its compile workers too); results under $OUT/gpu<g> (merge them
+      # with bench/merge_suite.py). Timings are each GPU's own; compile times are those of a
+      # host with that share of the cores.
+      gpus=$(nvidia-smi -L | grep -c '^GPU')
+      cores=$(( $(nproc) / gpus ))
       pids=()
-      for g in 0 1; do
-        mkdir -p "$OUT/gpu$g"
+      for g in $(seq 0 $(( gpus - 1 ))); do
         var=SUITE_WORKLOADS_$g
+        [ -n "${!var:-}" ] || continue
+        mkdir -p "$OUT/gpu$g"
         pin=()
         command -v taskset >/dev/null && pin=(taskset -c "$(( g * cores ))-$(( g * cores + cores - 1 ))")
         CUDA_VISIBLE_DEVICES=$g DNNC_COMPILE_WORKERS=$cores "${pin[@]}" \
@@ -219,8 +222,8 @@ for step in $steps; do
         pids+=($!)
       done
       for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-      # The device returns 8 files a call: the JSON and the log of each half; the tables
-      # and the chart are made again from the merged JSON.
+      # The device returns 8 files a call: the JSON and the log of each GPU's part; the
+      # tables and the chart are made again from the merged JSON.
       rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png
       tail -n 4 "$OUT"/gpu*/suite.log ;;
     zoo-bench)
