@@ -70,7 +70,8 @@ class CompiledModule(InferenceModule):
     """A compiled program, called like the model it came from.
 
     Inputs (torch tensors, or arrays that speak DLPack) are checked against the
-    compiled signature before anything runs; outputs come back in the model's
+    compiled signature before anything runs (tensors at the placement last checked are
+    the ones checked, and pass again); outputs come back in the model's
     structure (a tensor, tuple, ...). On a GPU the program runs from one memory
     arena, replayed as a CUDA graph unless ``cuda_graph`` is off.
     """
@@ -146,7 +147,14 @@ class CompiledModule(InferenceModule):
         placed = None
         if self._positional and all(type(a) is torch.Tensor for a in args):
             flat: Any = args  # the common call: nothing to flatten or convert
-            placed = placement(args)
+            try:
+                placed = placement(args)
+            except RuntimeError:  # a tensor without storage (a sparse one)
+                check_inputs(self.input_specs, args, self.placed)
+                i = next((i for i, a in enumerate(args) if a.layout != torch.strided), 0)
+                raise InputError(
+                    f"input {i}: expected a dense tensor of {self.input_specs[i].describe()}, got a {args[i].layout} one"
+                ) from None
             if placed != self._checked:  # the same tensors as the last checked call pass again
                 check_inputs(self.input_specs, args, self.placed)
                 self._checked = placed

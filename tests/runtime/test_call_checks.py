@@ -52,3 +52,8 @@ def test_placement_tells_tensors_apart_by_what_a_kernel_reads() -> None:
     assert signature.placement([x]) != signature.placement([x.t()])
     assert signature.placement([x]) != signature.placement([x.clone()])
     assert signature.placement([x]) != signature.placement([x.view(torch.int32)])
+
+
+def test_a_tensor_without_storage_is_refused_with_a_message(compiled) -> None:
+    with pytest.raises(InputError, match=r"input 0: expected a dense tensor of \[2, 3\] float32, got a torch.sparse_coo one"):
+        compiled(torch.randn(2, 3).to_sparse())
