@@ -2,7 +2,7 @@
 
     python bench/merge_suite.py RUN.json [RUN.json ...] --out bench/results/suite-<date>-<gpu>.json [--update]
 
-``scripts/device_run.sh suite-pair`` leaves one JSON per GPU, and a suite split over
+``scripts/device_run.sh suite-gpus`` leaves one JSON per GPU, and a suite split over
 several calls one per call; each holds the workloads it ran. They are merged in order
 (a later run's workload replaces an earlier one's; the runs must share the GPU model,
 driver and versions, ``report.merge_runs``) into the JSON named by ``--out``, with its
