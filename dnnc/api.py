@@ -239,12 +239,10 @@ def explain(
     ``backends`` defaults to ``knobs.gpu_backends`` that can run here; naming cuDNN
     on a machine without its frontend prices cuDNN groups by estimate."""
     from dnnc.partition.decide import decide
-    from dnnc.pipeline import first_stages, run_stage
+    from dnnc.pipeline import ready_to_partition
 
     report = CompileReport()
-    program = canonicalize(exported_program(model, example_inputs, report), report)
-    for stage in first_stages(backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]):
-        run_stage(program, stage, report)  # as the compile runs them before partitioning
+    program = ready_to_partition(canonicalize(exported_program(model, example_inputs, report), report), backends, report)
     policy = policy or ("auto" if knobs.get().partition == "greedy" else knobs.get().partition)
     if policy == "greedy":
         raise DnncError("the greedy policy makes no decisions to explain; use auto, cudnn-only or triton-only")

@@ -39,11 +39,32 @@ def gpu_stages(backends: Sequence[str]) -> list[str]:
     policy = knobs.get().partition
     if policy == "greedy" and (knobs.get().tuning_specs or knobs.get().tuning_spec_path):
         say_once("dnnc: tuning specs are applied by the partitioner; the greedy policy ignores them (use --partition auto)")
-    first = [*([MERGE_STAGE] if knobs.get().merge_products else []), GPU_FIRST_STAGE]
     if policy != "greedy":
-        return [*first, *first_stages(backends), f"{PARTITION_STAGE}{policy}"]
+        return [*before_partition(backends), f"{PARTITION_STAGE}{policy}"]
     here = [b for b in backends if usable(b)]
-    return [*first, *(stage for b in here for stage in (*first_stages([b]), f"gpu-{b}"))]
+    return [*common_gpu_stages(), *(stage for b in here for stage in (*first_stages([b]), f"gpu-{b}"))]
+
+
+def common_gpu_stages() -> list[str]:
+    """What every GPU program gets first, whatever the backends: sibling products merged
+    (unless ``knobs.merge_products`` is off), then products aligned."""
+    return [*([MERGE_STAGE] if knobs.get().merge_products else []), GPU_FIRST_STAGE]
+
+
+def before_partition(backends: Sequence[str]) -> list[str]:
+    """The stages a priced policy's program goes through before the partitioner: what
+    ``dnnc explain`` runs too, so it prices the program the compile partitions."""
+    return [*common_gpu_stages(), *first_stages(backends)]
+
+
+def ready_to_partition(program: Program, backends: Sequence[str] | None = None, report: CompileReport | None = None) -> Program:
+    """``program`` (canonical) through ``before_partition``'s stages, in place: the program
+    a priced compile partitions, which ``dnnc explain`` and the spec tools look at (with
+    sibling products merged, a record for one projection no longer matches anything)."""
+    names = backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    for stage in before_partition(names):
+        run_stage(program, stage, report)
+    return program
 
 
 def first_stages(backends: Sequence[str]) -> list[str]:

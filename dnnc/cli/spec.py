@@ -97,11 +97,11 @@ def spec_verify_command(
     if model is None:
         return
     from dnnc.partition.spec_apply import only_specs, specs_for
-    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.pipeline import ready_to_partition, to_canonical_tcp
     from dnnc.tuning.legality import check_decisions
 
     module, inputs, name = load_model(model, factory_args, dtype)
-    program = to_canonical_tcp(module.eval(), inputs)
+    program = ready_to_partition(to_canonical_tcp(module.eval(), inputs))
     only_these = only_specs(os.pathsep.join(str(p) for p in paths))
     # partitioned as a compile on the target would be (its versions), nothing timed
     with knobs.override(measure=False, **only_these), specs_for(device):
@@ -187,7 +187,7 @@ def spec_show_command(
 ) -> None:
     """Which record applies to each group of MODEL, and which records are shadowed
     (they match, but an earlier record always wins) or unused (they match nothing)."""
-    from dnnc.pipeline import to_canonical_tcp
+    from dnnc.pipeline import ready_to_partition, to_canonical_tcp
     from dnnc.specs import resolve
     from dnnc.tuning.spec_report import spec_report
 
@@ -195,7 +195,7 @@ def spec_show_command(
     resolved = resolve(_spec_libraries(paths), _spec_device(arch, gpu_name, cudnn, triton))
     for warning in resolved.warnings:
         click.echo(f"warning: {warning}")
-    report = spec_report(to_canonical_tcp(module.eval(), inputs), resolved.records)
+    report = spec_report(ready_to_partition(to_canonical_tcp(module.eval(), inputs)), resolved.records)
     for line in report.lines():
         click.echo(line)
     unmatched = report.unmatched

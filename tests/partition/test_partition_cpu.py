@@ -658,3 +658,27 @@ def test_triton_residual_convolutions_between_cudnn_ones_exchange_channels_last(
     for _ in range(2):
         x = torch.randn(2, 8, 6, 6, dtype=torch.float16)
         assert_matches(run_reference(program, [x])[0], flat(eager_exact(model, [x]))[0], torch.float16)
+
+
+class _Projections(torch.nn.Module):
+    """Query, key and value of one input, as an attention layer projects them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(32, 32) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q(x) * self.k(x) + self.v(x)
+
+
+def test_explain_prices_the_program_the_compile_partitions() -> None:
+    """With the stages a compile runs before partitioning: the three projections are one
+    merged product, as the compile runs them, not three."""
+    from dnnc.api import explain
+
+    record = explain(_Projections().eval(), (torch.randn(16, 32),), policy="auto", backends=("triton",))
+    products = [g for g in record["groups"] if "matmul" in g["ops"]]
+    assert len(products) == 1, [g["ops"] for g in record["groups"]]
+    with knobs.override(merge_products=False):
+        record = explain(_Projections().eval(), (torch.randn(16, 32),), policy="auto", backends=("triton",))
+    assert len([g for g in record["groups"] if "matmul" in g["ops"]]) == 3

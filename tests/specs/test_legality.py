@@ -88,7 +88,7 @@ def test_on_a_gpu_engines_are_built_and_kernels_compiled(tmp_path: Path) -> None
 
 @pytest.mark.gpu
 @each_benchmarked_model
-def test_the_shipped_library_can_be_carried_out_here(factory: str, args: dict, site_count: int) -> None:
+def test_the_shipped_library_can_be_carried_out_here(factory: str, args: dict, site_count: int, undecided: tuple) -> None:
     """Every engine and config of the shipped sm_90 libraries builds for the group it
     decides in each benchmarked model (on sm_90 with the cuDNN it was tuned with; else
     nothing applies)."""
@@ -96,7 +96,8 @@ def test_the_shipped_library_can_be_carried_out_here(factory: str, args: dict, s
         pytest.skip("needs an NVIDIA GPU")
     with knobs.override(tuning_specs="", tuning_spec_defaults=True, measure=False):
         verdicts = check_decisions(fp16_program(factory, args), on_gpu=True)
-    assert len(verdicts) >= site_count and all(v.ok for v in verdicts), [v.text() for v in verdicts if not v.ok]
+    decided = site_count - len(undecided)
+    assert len(verdicts) >= decided and all(v.ok for v in verdicts), [v.text() for v in verdicts if not v.ok]
 
 
 def test_verify_decides_for_the_cudnn_version_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

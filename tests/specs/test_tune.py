@@ -258,14 +258,19 @@ def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
 
 
 @each_benchmarked_model
-def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(factory: str, args: dict, site_count: int) -> None:
+def test_shipped_sm90_libraries_decide_every_group_of_the_benchmarked_models(
+    factory: str, args: dict, site_count: int, undecided: tuple[str, ...]
+) -> None:
     """One record applies at every cuDNN-rootable group of each fp16 model the
-    benchmark suite compiles on sm_90, so those compiles measure nothing."""
-    from dnnc.partition.spec_facts import first_match, sites
+    benchmark suite compiles on sm_90 but those named, which the compile measures."""
+    from dnnc.partition.spec_facts import facts_of, first_match, sites
     from dnnc.specs import resolve
     from dnnc.specs.library import Device
 
     resolved = resolve(_shipped_sm90(), Device("sm_90", "NVIDIA H100 80GB HBM3", VERSIONS))
     found = sites(fp16_program(factory, args))
-    undecided = [s.prefixes[0] for s in found if first_match(resolved.records, s.prefixes) is None]
-    assert len(found) == site_count and not undecided, undecided
+    left = [facts_of(s.prefixes[0]) for s in found if first_match(resolved.records, s.prefixes) is None]
+    named = tuple(
+        f"{f.kind} {'x'.join(map(str, f.shapes['input']))} weight {'x'.join(map(str, f.shapes['weight']))}" for f in left
+    )
+    assert len(found) == site_count and named == undecided, named
