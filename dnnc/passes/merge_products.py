@@ -128,7 +128,7 @@ class _Merger:
             merged = b.build(tcp.AddOp, [merged, b.broadcast_to(bias, shape_of(merged))])
         start = 0
         for s in group:
-            replaced: Operation = s.bias_add if with_bias and s.bias_add is not None else s.product
+            replaced: Operation = s.bias_add if s.bias_add is not None else s.product
             replaced.results[0].replace_all_uses_with(b.slice(merged, 1, start, start + s.columns))
             start += s.columns
 

@@ -12,9 +12,10 @@ held, and where both are held a third one's outputs, in the arena, are copied ou
 
 A caller that passes the same input tensors again (a serving loop filling fixed
 buffers, a benchmark) gets, from the second such call on, a graph captured on
-those tensors' own memory: no input copies at all. Such a graph is keyed by each
-input's address, shape, strides and dtype, which is all a replay reads, so it is
-right for whatever tensor lives there when it is replayed. A few are kept
+those tensors' own memory: no input copies at all. Such a graph is keyed by the
+inputs' ``placement`` (address, shape, strides, dtype, device), which is all a
+replay reads, so it is right for whatever tensor lives there when it is replayed.
+A few are kept
 (``DIRECT_GRAPHS``), the least recently used dropped first.
 
 A program whose last kernel writes a large output (``TAIL_MIN_BYTES``: a language

@@ -52,8 +52,9 @@ def placement(inputs: Sequence[torch.Tensor]) -> tuple:
 
 
 def check_inputs(specs: Sequence[TensorSpec], args: Sequence[object], device: torch.device | str | None = None) -> None:
-    """Raise an InputError naming the first argument that does not fit. Every call
-    goes through this, so the common case (all fit) costs a few comparisons."""
+    """Raise an InputError naming the first argument that does not fit. Every call with
+    inputs at a placement not checked last goes through this, so the common case (all
+    fit) costs a few comparisons."""
     if len(args) != len(specs):
         raise InputError(f"expected {len(specs)} input(s) ({', '.join(s.describe() for s in specs)}), got {len(args)}")
     want = None if device is None else torch.device(device)
