@@ -40,33 +40,24 @@ QUEUED = 200
 """Calls timed without waiting for the GPU: fewer than its launch queue holds."""
 
 
-def host_us(fn: Callable[[], Any], calls: int) -> float:
-    """Median over five rounds of the host's microseconds per call of ``fn``, the GPU
+def host_us(fn: Callable[[], Any], calls: int, rounds: int = 5) -> float:
+    """Median over ``rounds`` rounds of the host's microseconds per call of ``fn``, the GPU
     drained before each round and not waited for inside it."""
-    rounds = []
-    for _ in range(5):
+    times = []
+    for _ in range(rounds):
         torch.cuda.synchronize()
         started = time.perf_counter()
         for _ in range(calls):
             fn()
-        rounds.append((time.perf_counter() - started) / calls * 1e6)
+        times.append((time.perf_counter() - started) / calls * 1e6)
     torch.cuda.synchronize()
-    return sorted(rounds)[2]
+    return sorted(times)[rounds // 2]
 
 
-def rounds_host_us(fn: Callable[[], Any], inner: int = 10, repeats: int = 25) -> float:
-    """Median host microseconds per call in the rounds ``median_ms`` times: ``inner`` calls
-    right after the GPU was waited for. Set beside ``host_us`` (200 calls queued), it says
-    whether a call is slower on the host just after a wait."""
-    rounds = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        rounds.append((time.perf_counter() - started) / inner * 1e6)
-    torch.cuda.synchronize()
-    return sorted(rounds)[repeats // 2]
+TIMED_ROUNDS = {"calls": 10, "rounds": 25}
+"""The rounds ``median_ms`` times: 10 calls right after the GPU was waited for, 25 times.
+The host's time per call in them, set beside ``host_us`` over 200 queued calls, says
+whether a call is slower on the host just after a wait."""
 
 
 def gpu_timeline(fn: Callable[[], Any], calls: int = 10) -> dict[str, Any]:
@@ -153,7 +144,7 @@ def breakdown(name: str, calls: int) -> dict[str, Any]:
     timed = {"whole call": lambda: compiled(*xs), "bound replay": binding.replay, "eager in one CUDA graph": eager_replay}
     row["per_call_ms"] = {k: median_ms(fn) for k, fn in timed.items()}
     row["per_call_ms_100_back_to_back"] = {k: median_ms(fn, inner=100) for k, fn in timed.items()}
-    row["host_us_in_timed_rounds"] = {k: round(rounds_host_us(fn), 2) for k, fn in timed.items()}
+    row["host_us_in_timed_rounds"] = {k: round(host_us(fn, **TIMED_ROUNDS), 2) for k, fn in timed.items()}
     row["gpu_timeline"] = {k: gpu_timeline(fn) for k, fn in timed.items()}
     profile = cProfile.Profile()
     profile.enable()
