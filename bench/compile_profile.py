@@ -116,8 +116,9 @@ def profile(
     xs = fp16_inputs(inputs)
     cache = tempfile.mkdtemp(prefix="dnnc-cache-")
     snapshot: dict[str, Any] = {}
+    covers: list[dict[str, Any]] = []
     try:
-        with knobs.override(partition=policy, cache_dir=Path(cache)):
+        with knobs.override(partition=policy, cache_dir=Path(cache)), contenders_seen(covers):
             profiler = cProfile.Profile() if full else None
             started = time.perf_counter()
             with CallTimers() as timers, recorded(snapshot) if memory else contextlib.nullcontext():
@@ -191,7 +192,38 @@ def profile(
         "steps_total_ms": sum(times),
         "groups": groups,
         "predicted_ms": (record.get("totals") or {}).get("chosen_ms"),
+        "contest": record.get("programs"),
+        "auto_covers": covers,
     }
+
+
+@contextlib.contextmanager
+def contenders_seen(covers: list[dict[str, Any]]) -> Any:
+    """Records ``auto``'s cover as it enters each whole-program contest (its groups,
+    what each was measured or estimated at), whether or not it wins: two compiles of
+    one workload whose contests disagree can then be told apart by cover or by build."""
+    from dnnc.partition.partitioner import Partition
+
+    original = Partition.whole_program_check
+
+    def seen(self: Any, whole: Any, priced: Any, decision: Any, prefixes: Any) -> Any:
+        covers.append(
+            {
+                "predicted_ms": decision.record["totals"]["chosen_ms"],
+                "groups": [
+                    {k: g.get(k) for k in ("backend", "kind", "nodes", "estimated_ms", "measured_ms", "layout_ms", "cost_ms")}
+                    for g in decision.record["groups"]
+                ],
+                "configs": {str(i): c for i, c in enumerate(decision.configs.values())},
+            }
+        )
+        return original(self, whole, priced, decision, prefixes)
+
+    Partition.whole_program_check = seen  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Partition.whole_program_check = original  # type: ignore[method-assign]
 
 
 def _op_names(op: Any) -> list[str]:

@@ -186,14 +186,21 @@ def bound_row(name: str, compiled: Any, xs: list[torch.Tensor], reference: torch
     return measure(name, build, reference)
 
 
-def contest_programs(compiled: Any) -> dict[str, float | None] | None:
+def contest_programs(compiled: Any) -> dict[str, Any] | None:
     """``auto``'s whole-program contest as it ran (policy -> the program's measured ms,
     None where the contender was skipped or did not build): the cudnn-only and
-    triton-only programs timed in the same process as the one ``auto`` kept."""
+    triton-only programs timed in the same process as the one ``auto`` kept; and what
+    the partitioner predicted for each (``predicted``), which tells a contender whose
+    cover changed from one timed slow."""
     programs = (compiled.program.metadata.get("decisions") or {}).get("programs")
     if not programs:
         return None
-    return {"winner": programs["winner"], **{p: c.get("program_ms") for p, c in programs["contenders"].items()}}
+    contenders = programs["contenders"]
+    return {
+        "winner": programs["winner"],
+        **{p: c.get("program_ms") for p, c in contenders.items()},
+        "predicted": {p: c.get("predicted_ms") for p, c in contenders.items()},
+    }
 
 
 def held_mb(compiled: Any) -> dict[str, float]:

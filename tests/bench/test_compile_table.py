@@ -114,6 +114,7 @@ def test_a_compile_s_contest_is_read_from_its_decision_record() -> None:
         "auto": 1.2,
         "cudnn-only": 1.2,
         "triton-only": None,
+        "predicted": {"auto": 1.0, "cudnn-only": 1.1, "triton-only": 2.0},
     }
     assert contest_programs(compiled({"policy": "greedy"})) is None
     assert contest_programs(compiled(None)) is None
