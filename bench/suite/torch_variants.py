@@ -191,8 +191,10 @@ def contest_programs(compiled: Any) -> dict[str, Any] | None:
     None where the contender was skipped or did not build): the cudnn-only and
     triton-only programs timed in the same process as the one ``auto`` kept; and what
     the partitioner predicted for each (``predicted``), which tells a contender whose
-    cover changed from one timed slow."""
-    programs = (compiled.program.metadata.get("decisions") or {}).get("programs")
+    cover changed from one timed slow; and the candidate groups pricing dropped because
+    they did not build or run alone (``dropped``), which narrow every cover."""
+    decisions = compiled.program.metadata.get("decisions") or {}
+    programs = decisions.get("programs")
     if not programs:
         return None
     contenders = programs["contenders"]
@@ -200,6 +202,7 @@ def contest_programs(compiled: Any) -> dict[str, Any] | None:
         "winner": programs["winner"],
         **{p: c.get("program_ms") for p, c in contenders.items()},
         "predicted": {p: c.get("predicted_ms") for p, c in contenders.items()},
+        "dropped": list((decisions.get("totals") or {}).get("dropped") or []),
     }
 
 

@@ -115,7 +115,10 @@ def test_a_compile_s_contest_is_read_from_its_decision_record() -> None:
         "cudnn-only": 1.2,
         "triton-only": None,
         "predicted": {"auto": 1.0, "cudnn-only": 1.1, "triton-only": 2.0},
+        "dropped": [],
     }
+    dropped = {"programs": programs, "totals": {"dropped": ["triton conv2d #3 (no kernel)"]}}
+    assert contest_programs(compiled(dropped))["dropped"] == ["triton conv2d #3 (no kernel)"]
     assert contest_programs(compiled({"policy": "greedy"})) is None
     assert contest_programs(compiled(None)) is None
 
