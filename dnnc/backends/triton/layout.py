@@ -35,15 +35,31 @@ Axes = tuple[int | None, ...]
 
 
 def _reshape_axes(src: Sequence[int], dst: Sequence[int], axes: Axes) -> Axes:
-    """Axes of a reshape's input from its result's: dimensions equal from the right
-    (unit dimensions aside) correspond; the rest mix and get None."""
+    """Axes of a reshape's input from its result's, matched from the right (unit
+    dimensions aside): an equal dimension moves with its counterpart; one that is the
+    product of a run of the other side's (``[N, G, C/G, H*W] -> [N, C, H, W]`` merges
+    the group's channels and splits the positions) is contiguous along the innermost
+    of the run, so the innermost input axis of a run moves with the innermost result
+    axis, and the others get None. Runs of equal size with no equal dimension inside
+    (``[4, 6] -> [3, 8]``) are one run: their innermost axes run together."""
     out: list[int | None] = [None] * len(src)
     big_src = [i for i, n in enumerate(src) if n != 1]
-    big_dst = [i for i, n in enumerate(dst) if n != 1]
-    for i, j in zip(reversed(big_src), reversed(big_dst)):
-        if src[i] != dst[j]:
-            break
-        out[i] = axes[j]
+    big_dst = [j for j, n in enumerate(dst) if n != 1]
+    i, j = len(big_src) - 1, len(big_dst) - 1
+    while i >= 0 and j >= 0:
+        inner_src, inner_dst = big_src[i], big_dst[j]
+        size_src, size_dst = src[inner_src], dst[inner_dst]
+        while size_src != size_dst:
+            if size_src < size_dst and i > 0:
+                i -= 1
+                size_src *= src[big_src[i]]
+            elif size_dst < size_src and j > 0:
+                j -= 1
+                size_dst *= dst[big_dst[j]]
+            else:
+                return tuple(out)
+        out[inner_src] = axes[inner_dst]
+        i, j = i - 1, j - 1
     return tuple(out)
 
 

@@ -208,6 +208,18 @@ CASES = [
 }""",
     ),
     Case(
+        "grouped_to_channels_last",
+        ("transpose", "transpose"),
+        """func.func @forward(%x: tensor<2x4x3x45xT>, %y: tensor<3x2x10x9xT>) -> (tensor<2x5x9x12xT>, tensor<3x9x20xT>) {
+  %s = tcp.silu %x : tensor<2x4x3x45xT>
+  %r = tcp.reshape %s : tensor<2x4x3x45xT> to tensor<2x12x5x9xT>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x12x5x9xT> -> tensor<2x5x9x12xT>
+  %yt = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<3x2x10x9xT> -> tensor<3x9x2x10xT>
+  %m = tcp.reshape %yt : tensor<3x9x2x10xT> to tensor<3x9x20xT>
+  func.return %t, %m : tensor<2x5x9x12xT>, tensor<3x9x20xT>
+}""",
+    ),
+    Case(
         "channels_last",
         ("pool", "pool", "reduce"),
         """func.func @forward(%x: tensor<2x13x11x9xT>, %z: tensor<2x13x11x9xT>, %u: tensor<2x7x5x9xT>) -> (tensor<2x7x6x9xT>, tensor<2x9x7x6xT>, tensor<2x9x1x1xT>) {

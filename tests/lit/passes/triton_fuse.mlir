@@ -163,3 +163,27 @@ func.func @conv_stores_channels_last(%x: tensor<2x9x9x8xf16>, %w: tensor<16x8x1x
   %dt = tcp.transpose %d {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x9x9xf16> -> tensor<2x9x9x8xf16>
   func.return %s, %k, %kt, %dt : tensor<2x9x9x16xf16>, tensor<2x16x9x9xf16>, tensor<2x9x9x16xf16>, tensor<2x9x9x8xf16>
 }
+
+// A group norm's result, grouped NCHW ([N, G, C/G, H*W]), goes to a channels-last
+// consumer: the copy is a tiled transpose, read along the positions (the norm's row)
+// and written along the channels, not a kernel that reads one element per line.
+// CHECK-LABEL: func.func @group_norm_to_channels_last
+// CHECK:         %[[N:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "layer_norm"}
+// CHECK:           tcp.layer_norm
+// CHECK-NEXT:      tcp.silu
+// CHECK-NEXT:      tcp.yield
+// CHECK:         %[[T:.*]] = tcp.isolated_group(%[[N]]) {backend = "triton", kind = "transpose"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.reshape
+// CHECK-NEXT:      tcp.transpose
+// CHECK-NEXT:      tcp.yield
+// CHECK:         func.return %[[T]]
+func.func @group_norm_to_channels_last(%x: tensor<2x4x3x45xf16>) -> tensor<2x5x9x12xf16> {
+  %one = tcp.constant {value = 1.0 : f64} : tensor<3x45xf16>
+  %zero = tcp.constant {value = 0.0 : f64} : tensor<3x45xf16>
+  %n = tcp.layer_norm %x, %one, %zero {axis = 2 : i64, epsilon = 1.0e-05 : f64} : tensor<2x4x3x45xf16>, tensor<3x45xf16>
+  %s = tcp.silu %n : tensor<2x4x3x45xf16>
+  %r = tcp.reshape %s : tensor<2x4x3x45xf16> to tensor<2x12x5x9xf16>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x12x5x9xf16> -> tensor<2x5x9x12xf16>
+  func.return %t : tensor<2x5x9x12xf16>
+}
