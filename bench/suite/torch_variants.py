@@ -187,12 +187,14 @@ def bound_row(name: str, compiled: Any, xs: list[torch.Tensor], reference: torch
 
 
 def contest_programs(compiled: Any) -> dict[str, Any] | None:
-    """``auto``'s whole-program contest as it ran (policy -> the program's measured ms,
-    None where the contender was skipped or did not build): the cudnn-only and
-    triton-only programs timed in the same process as the one ``auto`` kept; and what
-    the partitioner predicted for each (``predicted``), which tells a contender whose
-    cover changed from one timed slow; and the candidate groups pricing dropped because
-    they did not build or run alone (``dropped``), which narrow every cover."""
+    """``auto``'s whole-program contest as it ran:
+    - policy -> the program's measured ms (None where the contender was skipped or did
+      not build): the cudnn-only and triton-only programs timed in the same process as
+      the one ``auto`` kept;
+    - ``predicted``: policy -> the ms the partitioner predicted, which tells a contender
+      whose cover changed from one that timed slow;
+    - ``dropped``: the candidate groups pricing dropped because they did not build or
+      run alone; they narrow every cover."""
     decisions = compiled.program.metadata.get("decisions") or {}
     programs = decisions.get("programs")
     if not programs:
