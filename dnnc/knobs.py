@@ -123,6 +123,10 @@ class Knobs:
     """What compiles user kernels' ``.cu`` sources: ``auto`` takes nvcc where it is
     installed, else NVRTC. (DNNC_KERNEL_COMPILER)"""
 
+    def backend_names(self) -> list[str]:
+        """``gpu_backends`` as names, in order, blanks left out."""
+        return [b.strip() for b in self.gpu_backends.split(",") if b.strip()]
+
 
 _ENV = {
     "device": "DNNC_DEVICE",

@@ -61,7 +61,7 @@ def ready_to_partition(program: Program, backends: Sequence[str] | None = None, 
     """``program`` (canonical) through ``before_partition``'s stages, in place: the program
     a priced compile partitions, which ``dnnc explain`` and the spec tools look at (with
     sibling products merged, a record for one projection no longer matches anything)."""
-    names = backends or [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    names = backends or knobs.get().backend_names()
     for stage in before_partition(names):
         run_stage(program, stage, report)
     return program
@@ -91,7 +91,7 @@ def lower_for_gpu(program: Program, report: CompileReport | None = None, backend
     program's ``GpuExecutor`` where the partitioner's contest built it (the program is
     then the one the contest built), else None."""
     if backends is None:
-        backends = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+        backends = knobs.get().backend_names()
     executor = None
     with knobs.override(gpu_backends=",".join(backends)):
         for stage in gpu_stages(backends):

@@ -57,7 +57,7 @@ log = logging.getLogger("dnnc.partition")
 
 def available_backends() -> list[str]:
     """The GPU backends asked for (``knobs.gpu_backends``) that can run here."""
-    asked = [b.strip() for b in knobs.get().gpu_backends.split(",") if b.strip()]
+    asked = knobs.get().backend_names()
     return [b for b in asked if b not in BACKENDS or usable(b)]
 
 
