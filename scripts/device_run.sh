@@ -67,6 +67,8 @@
 #   suite-gpus  the suite split over the machine's GPUs at once (suite-pair: the same), $SUITE_WORKLOADS_<g>
 #              on GPU g, each with its share of the cores; JSON and log under $OUT/gpu<g> (four GPUs: the
 #              whole suite in one call)
+#   setup      nothing but the above (wheels, bytecode, versions): what lanes' commands need
+#   lanes      $LANE_<g> (a shell command) on GPU g, all GPUs at once; logs and files under $OUT/gpu<g>
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
 #              torch.compile (reduce-overhead), dnnc with its defaults ($ZOO_WORKLOADS picks)
 # Fill .whl/ once on a machine with network access:
@@ -79,10 +81,10 @@ OUT=${OUT:-/tmp/dnnc-device-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
-if compgen -G ".whl/*.whl" >/dev/null; then
+if [ -z "${DNNC_DEVICE_READY:-}" ] && compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
+[ -d /tmp/site ] && case ":$PYTHONPATH:" in *:/tmp/site:*) ;; *) export PYTHONPATH="$PYTHONPATH:/tmp/site" ;; esac
 
 # The image ships its packages without bytecode and sets PYTHONDONTWRITEBYTECODE, so every
 # fresh process compiled torch's, sympy's and Triton's modules from source again: 3.5 s of a
@@ -91,7 +93,7 @@ fi
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
 unset PYTHONDONTWRITEBYTECODE
 SECONDS=0
-python3 -m compileall -q -j 0 dnnc bench $(python3 - <<'PY'
+[ -n "${DNNC_DEVICE_READY:-}" ] || python3 -m compileall -q -j 0 dnnc bench $(python3 - <<'PY'
 import importlib.util, os
 for name in ("torch", "sympy", "triton", "networkx", "transformers", "timm", "diffusers", "xdsl", "cudnn",
              "safetensors", "huggingface_hub", "tokenizers", "jinja2", "filelock", "fsspec", "numpy", "rich"):
@@ -102,7 +104,7 @@ PY
 ) >/dev/null 2>&1
 echo "bytecode compiled in ${SECONDS} s"
 
-{
+[ -n "${DNNC_DEVICE_READY:-}" ] || {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 - <<'PY'
 import platform, torch, importlib.metadata as md
@@ -226,6 +228,27 @@ for step in $steps; do
       # tables and the chart are made again from the merged JSON.
       rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png
       tail -n 4 "$OUT"/gpu*/suite.log ;;
+    setup) ;;
+    lanes)
+      # Different work on each GPU at once: $LANE_<g> is a shell command run with only GPU g
+      # visible, $OUT set to $OUT/gpu<g>, its share of the cores (compile workers too), and
+      # this script's setup done (a lane calls `bash scripts/device_run.sh STEP` or a bench
+      # script directly). A GPU whose variable is empty or unset runs nothing.
+      gpus=$(nvidia-smi -L | grep -c '^GPU')
+      cores=$(( $(nproc) / gpus ))
+      pids=()
+      for g in $(seq 0 $(( gpus - 1 ))); do
+        var=LANE_$g
+        [ -n "${!var:-}" ] || continue
+        mkdir -p "$OUT/gpu$g"
+        pin=()
+        command -v taskset >/dev/null && pin=(taskset -c "$(( g * cores ))-$(( g * cores + cores - 1 ))")
+        CUDA_VISIBLE_DEVICES=$g DNNC_COMPILE_WORKERS=$cores DNNC_DEVICE_READY=1 OUT="$OUT/gpu$g" \
+          "${pin[@]}" bash -c "${!var}" > "$OUT/gpu$g/lane.log" 2>&1 &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      tail -n 6 "$OUT"/gpu*/lane.log ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}
       python3 bench/run.py --workloads "$zoo" --variants eager,graph,compile,dnnc --policies greedy --no-update \
