@@ -25,10 +25,13 @@ MAX_ROW_TILE = 8192
 
 Config = dict[str, int]
 
-CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "num_warps", "num_stages")
-OPTIONAL_KEYS = ("TMA", "num_warps", "num_stages")
+CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "SPLIT_K", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
-options, and ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``)."""
+options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``) and
+``SPLIT_K`` (a product's K cut into that many slices, each its own programs)."""
+MAX_SPLIT_K = 64
+"""Most slices a product's K may be cut into."""
 MAX_BLOCK = 1 << 16
 """Largest block extent a config may give (``tl.arange`` over more does not compile
 in reasonable time or registers)."""
@@ -47,6 +50,8 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} is over {MAX_BLOCK}"
     if key == "TMA" and value != 1:
         return f"{value}: TMA is 1 where given"
+    if key == "SPLIT_K" and value > MAX_SPLIT_K:
+        return f"{value} slices: at most {MAX_SPLIT_K}"
     if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
         return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
     if key == "num_stages" and value > 8:
@@ -65,14 +70,17 @@ def _unique(configs: list[Config]) -> list[Config]:
 def launch_bound_pair(configs: list[Config]) -> list[Config]:
     """The first config and the most parallel one: the smallest tile (most programs to
     spread over the SMs), then the longest ``BLOCK_K`` (fewest steps of a product's
-    loop), then the fewest warps and the most stages. A kernel whose time is mostly
-    launch and tail gains from more programs and shorter loops, and little else."""
+    loop), then the fewest warps and the most stages; and where there are split-K
+    configs, the one cut into the most slices too. A kernel whose time is mostly launch
+    and tail gains from more programs and shorter loops, and little else."""
 
     def tile(c: Config) -> int:
         return math.prod(c.get(k, 1) for k in ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_R"))
 
-    parallel = min(configs, key=lambda c: (tile(c), -c.get("BLOCK_K", 0), c.get("num_warps", 4), -c.get("num_stages", 0)))
-    return _unique([configs[0], parallel])
+    whole = [c for c in configs if c.get("SPLIT_K", 1) == 1] or configs
+    parallel = min(whole, key=lambda c: (tile(c), -c.get("BLOCK_K", 0), c.get("num_warps", 4), -c.get("num_stages", 0)))
+    split = [c for c in configs if c.get("SPLIT_K", 1) > 1]
+    return _unique([configs[0], parallel, *([max(split, key=lambda c: c["SPLIT_K"])] if split else [])])
 
 
 def pointwise(n: int, pool: bool = False, channels_last: bool = False) -> list[Config]:
@@ -164,9 +172,49 @@ warps came first on the 1x1 convolutions + residual of ResNet-50's stages 2-4 at
 Stage 1 (K = 64, one step) ran faster with pointer tiles, which stay candidates."""
 
 
-def product(m: int, n: int, k: int, tma: bool = False) -> list[Config]:
+SPLIT_K_PROGRAMS = 128
+"""Programs a split-K product aims at: about one per multiprocessor of an H100 or H200 (132)."""
+FEW_TILES = 32
+"""Products with at most this many 64 x 64 output tiles (batch included) get split-K configs."""
+LONG_K = 1024
+"""... and with at least this long a K; each slice keeps at least ``MIN_SLICE`` of it."""
+MIN_SLICE = 128
+
+
+def split_k(m: int, n: int, k: int, batch: int = 1) -> list[Config]:
+    """Split-K configs of a product with few output tiles and a long K, most slices first:
+    64 x 64 tiles (16 rows for ``SMALL_M`` products), K cut into as many slices as bring
+    the programs to about ``SPLIT_K_PROGRAMS`` while each keeps ``MIN_SLICE``, and half
+    as many. ResNet-50's stage-4 3x3 convolutions at batch 1 (49 x 512 x 4608) are 8
+    such tiles: without a split, 8 programs loop over K while the rest of the GPU waits."""
+    bm = 16 if m <= SMALL_M else 64
+    tiles = math.ceil(m / bm) * math.ceil(n / 64) * batch
+    if tiles > FEW_TILES or k < LONG_K:
+        return []
+    most = 1 << int(math.log2(max(1, min(SPLIT_K_PROGRAMS // tiles, k // MIN_SLICE, MAX_SPLIT_K))))
+    configs = []
+    for slices in (most, most // 2):
+        if slices > 1:
+            configs.append(
+                {
+                    "BLOCK_M": max(16, min(bm, pow2(m))),
+                    "BLOCK_N": max(16, min(64, pow2(n))),
+                    "BLOCK_K": 64,
+                    "SPLIT_K": slices,
+                    "num_warps": 4,
+                    "num_stages": 3,
+                }
+            )
+    return configs
+
+
+def product(m: int, n: int, k: int, tma: bool = False, batch: int = 1) -> list[Config]:
     """Tiles of a product, best guess first; ``tma``: TMA tiles first (Hopper, operands
-    that are row-major matrices in memory) for products with more rows than ``FEW_M``."""
+    that are row-major matrices in memory) for products with more rows than ``FEW_M``.
+    A product with few tiles and a long K (``split_k``) puts its most-split config before
+    all: the partitioner times a candidate with its first config, and unsplit such a
+    product leaves most of the GPU idle (ResNet-50's stage-4 3x3 convolutions at batch 1:
+    8 tiles, K = 4608)."""
 
     def fit(b: int, size: int) -> int:
         return max(16, min(b, pow2(size)))
@@ -182,7 +230,8 @@ def product(m: int, n: int, k: int, tma: bool = False) -> list[Config]:
         if tma and m > FEW_M
         else []
     )
-    return _unique([*tiled, *(_tile(bm, bn, bk, w, s, fit, (m, n, k)) for bm, bn, bk, w, s in shapes)])
+    splits = split_k(m, n, k, batch)
+    return _unique([*splits[:1], *tiled, *(_tile(bm, bn, bk, w, s, fit, (m, n, k)) for bm, bn, bk, w, s in shapes), *splits[1:]])
 
 
 def _tile(bm: int, bn: int, bk: int, warps: int, stages: int, fit, sizes: tuple[int, int, int]) -> Config:
@@ -250,5 +299,5 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         nb, o, ho, wo = shape_of(op.results[0])
         return channelwise(nb * ho * wo, o)
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
-    m, n, k, _ = product_sizes(op)
-    return product(m, n, k, with_tma)
+    m, n, k, batch = product_sizes(op)
+    return product(m, n, k, with_tma, batch)

@@ -24,7 +24,9 @@ epilogues (elementwise ops after it) fuse by construction:
   operand tiles are evaluated through the emitter (so transposes, casts and
   elementwise prologues fuse into the loads) and the epilogue (bias, activation,
   residual) runs on the accumulator before the one store; transposes at the end of
-  the epilogue permute the positions stored at (``skeleton.store_outputs``).
+  the epilogue permute the positions stored at (``skeleton.store_outputs``). With
+  ``SPLIT_K`` a program owns a slice of K for its tile instead, and the tile's last
+  program to finish adds the partials up and runs the epilogue (``_split_k_partial``).
 * ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
   loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
   max and sum in float32, the accumulator rescaled as the max grows), so the scores
@@ -39,6 +41,7 @@ module-level constexprs, so the source reads as a plain Triton kernel.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 
@@ -51,6 +54,8 @@ from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
+    SPLIT_ARRIVALS,
+    SPLIT_PARTIALS,
     GroupInfo,
     KernelSource,
     TileDescriptor,
@@ -149,6 +154,9 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     assert op is not None
     if is_channelwise(op):
         return _channelwise_conv(info, config, interpret)
+    split = config.get("SPLIT_K", 1)
+    if split > 1 and config.get("TMA"):
+        raise CodegenError(f"{op.name}: a split-K product loads its tiles through pointers, not TMA")
     tma_operands = None
     if config.get("TMA"):
         tma_operands = tma.operands(op, info.group)
@@ -164,11 +172,16 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     elem = element_name(element_of(op.results[0]))
     bm, bn, bk = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
     m, n, k, batch = product_sizes(op)
+    k_slice = math.ceil(math.ceil(k / split) / bk) * bk
     if tma_operands is None:
-        grid = (math.ceil(m / bm), math.ceil(n / bn), batch)
+        grid = (math.ceil(m / bm), math.ceil(n / bn), batch * split)
         em.line("pid_m = tl.program_id(0)")
         em.line("pid_n = tl.program_id(1)")
-        em.line("pid_b = tl.program_id(2)")
+        if split > 1:
+            em.line(f"pid_b = tl.program_id(2) // {split}")
+            em.line(f"pid_s = tl.program_id(2) % {split}")
+        else:
+            em.line("pid_b = tl.program_id(2)")
     else:
         grid = (_grouped_order(em, math.ceil(m / bm), math.ceil(n / bn)), 1, 1)
     em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
@@ -192,7 +205,9 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     precision = ', input_precision="ieee"' if elem == "f32" or (interpret and elem == "bf16") else ""
     upcast = interpret and elem == "bf16"
     descriptors: list[TileDescriptor] = []
-    with em.block(f"for k0 in range(0, {k}, BLOCK_K):"):
+    with em.block(f"for k0 in range(0, {k}, BLOCK_K):" if split == 1 else f"for k_step in range(0, {k_slice}, BLOCK_K):"):
+        if split > 1:
+            em.line(f"k0 = pid_s * {k_slice} + k_step")
         if tma_operands is not None:
             a, b = _tma_operand_tiles(em, info, tma_operands, signature, descriptors, (bm, bn, bk))
         else:
@@ -200,19 +215,57 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
         if upcast:
             a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
         em.line(f"acc += tl.dot({a}, {b}{precision})")
-    em.line(f"cmask = (rm < {m}) & (rn < {n})")
-    out_ix = Index(out_shape, dims=tuple(out_dims))
-    em.anchors[op.results[0]] = (out_ix, "acc")
-    em.tile = "(BLOCK_M, BLOCK_N)"
-    tile_store = None
-    if tma_operands is not None:
-        tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))
-    store_outputs(em, info, outs, out_ix, "cmask", tile_store)
+    scratch: tuple[tuple[str, str, int], ...] = ()
+    with contextlib.ExitStack() as last_slice:
+        if split > 1:
+            scratch = _split_k_partial(em, signature, split, grid, bm * bn)
+            last_slice.enter_context(em.block(f"if arrived == {split - 1}:"))
+            _split_k_total(em, split, bm * bn)
+        em.line(f"cmask = (rm < {m}) & (rn < {n})")
+        out_ix = Index(out_shape, dims=tuple(out_dims))
+        em.anchors[op.results[0]] = (out_ix, "acc")
+        em.tile = "(BLOCK_M, BLOCK_N)"
+        tile_store = None
+        if tma_operands is not None:
+            tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))
+        store_outputs(em, info, outs, out_ix, "cmask", tile_store)
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
-    source = KernelSource(info.kind, name, text, signature, grid, launch_options(config), tuple(descriptors))
+    source = KernelSource(info.kind, name, text, signature, grid, launch_options(config), tuple(descriptors), scratch=scratch)
     if tma_operands is not None:
         source.fallback = _product(info, {key: v for key, v in config.items() if key != "TMA"}, interpret)
     return source
+
+
+def _split_k_partial(
+    em: KernelEmitter, signature: dict[str, str], split: int, grid: tuple[int, int, int], area: int
+) -> tuple[tuple[str, str, int], ...]:
+    """After a split-K program's loop over its slice of K: its partial tile goes to the
+    kernel's scratch and is counted in ``arrived``; returns the scratch it needs.
+
+    A product with few output tiles (a batch-1 convolution on a 7x7 map: 8 tiles for 132
+    multiprocessors) runs ``split`` times as many programs this way, each looping over a
+    ``split``-th of K, in one kernel. The program that stores a tile's last partial adds
+    up all of them (``_split_k_total``) and runs the epilogue."""
+    tiles = grid[0] * grid[1] * (grid[2] // split)
+    signature[SPLIT_PARTIALS] = "*fp32"
+    signature[SPLIT_ARRIVALS] = "*i32"
+    em.line(f"tile = (pid_b * {grid[0]} + pid_m) * {grid[1]} + pid_n")
+    em.line("slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
+    em.line(f"tl.store({SPLIT_PARTIALS} + (tile * {split} + pid_s) * {area} + slot, acc)")
+    em.line("tl.debug_barrier()  # the whole partial is stored before it is counted")
+    em.line(f'arrived = tl.atomic_add({SPLIT_ARRIVALS} + tile, 1, sem="acq_rel")')
+    return ((SPLIT_PARTIALS, "float32", tiles * split * area), (SPLIT_ARRIVALS, "int32", tiles))
+
+
+def _split_k_total(em: KernelEmitter, split: int, area: int) -> None:
+    """In the program that arrived last: ``acc`` is the sum of the tile's partials in
+    slice order (the same whichever program arrives last), and the tile's count is reset,
+    so the scratch is as it was for the next launch (launches of a kernel follow each
+    other on a stream)."""
+    em.line("acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)")
+    with em.block(f"for part in range({split}):"):
+        em.line(f'acc += tl.load({SPLIT_PARTIALS} + (tile * {split} + part) * {area} + slot, cache_modifier=".cg")')
+    em.line(f"tl.store({SPLIT_ARRIVALS} + tile, 0)")
 
 
 GROUP_M = 8

@@ -57,6 +57,8 @@ class TritonKernel:
         )
         """Where a kernel that gathers marks an index out of range (its last argument);
         the executor may point it into a buffer it reads after each call."""
+        self.scratch = tuple(torch.zeros(n, dtype=getattr(torch, dtype), device=device) for _, dtype, n in source.scratch)
+        """The memory a split-K product keeps its partial tiles and counts in (zero between launches)."""
         self._n_params = source.tensors - (self.index_flag is not None)
         self._descriptors = source.descriptors
         self._fallback: TritonKernel | None = None
@@ -80,6 +82,8 @@ class TritonKernel:
                 f"Triton {self.kind} kernel takes {self._n_params} tensors, got {len(inputs)} inputs and {len(outputs)} outputs"
             )
         args = (*inputs, *outputs) if self.index_flag is None else (*inputs, *outputs, self.index_flag)
+        if self.scratch:
+            args = (*args, *self.scratch)
         tiles: list[Any] = []
         if self._descriptors:
             found = tile_descriptors(self._descriptors, args)

@@ -47,11 +47,15 @@ class KernelSource:
     which the launch encodes: implied by the text and signature, so not compared."""
     fallback: KernelSource | None = field(default=None, compare=False, repr=False)
     """The same config with pointer tiles, for a launch whose tensors TMA cannot take."""
+    scratch: tuple[tuple[str, str, int], ...] = field(default=(), compare=False)
+    """(parameter, torch dtype name, elements) of the memory the kernel keeps between
+    launches (``SCRATCH_PARAMS``, the last pointer parameters): allocated zeroed with the
+    kernel and left zeroed by each launch; implied by the text and config, so not compared."""
 
     @property
     def tensors(self) -> int:
-        """How many tensors a launch passes: the pointer parameters."""
-        return sum(1 for t in self.signature.values() if t.startswith("*"))
+        """How many tensors a launch passes: the pointer parameters, less the kernel's own scratch."""
+        return sum(1 for name, t in self.signature.items() if t.startswith("*") and name not in SCRATCH_PARAMS)
 
 
 @dataclass
@@ -117,6 +121,13 @@ def header(info: GroupInfo, name: str, constants: dict[str, int]) -> list[str]:
     lines += [f"{k} = tl.constexpr({v})" for k, v in constants.items()]
     return lines
 
+
+SPLIT_PARTIALS = "split_partials"
+"""A split-K product's float32 partial tiles, one per (output tile, slice of K)."""
+SPLIT_ARRIVALS = "split_arrivals"
+"""A split-K product's count, per output tile, of the slices that stored their partial."""
+SCRATCH_PARAMS = (SPLIT_PARTIALS, SPLIT_ARRIVALS)
+"""Parameters a kernel's launch fills from memory the kernel owns, not from the caller."""
 
 INDEX_FLAG = "index_flag"
 """The last parameter of a kernel that gathers: an int32 it sets to 1 when an index

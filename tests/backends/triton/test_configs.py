@@ -24,6 +24,9 @@ def test_the_pair_is_the_first_and_the_most_parallel(configs: list[dict[str, int
     assert pair[0] == configs[0] and len(pair) == 2
     assert parallel.items() <= pair[1].items()
     assert pair[1] in configs
+    split = [c for c in configs if "SPLIT_K" in c]
+    if split:  # a GEMV's K of 1280 over 16 tiles: its most-split config comes first
+        assert pair[0] == max(split, key=lambda c: c["SPLIT_K"])
 
 
 def test_a_config_list_whose_first_is_the_most_parallel_times_it_alone() -> None:
