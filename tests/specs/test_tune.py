@@ -227,7 +227,7 @@ def test_groups_swapped_between_identical_sites_are_told_apart_from_other_differ
 
 
 SHIPPED_SM90 = {
-    "sm_90-resnet50.toml": 27,
+    "sm_90-resnet50.toml": 28,
     "sm_90-mobilenet_v2.toml": 31,
     "sm_90-gpt2.toml": 8,
     "sm_90-bert.toml": 13,
@@ -242,7 +242,7 @@ def _shipped_sm90() -> list:
 
 
 def test_shipped_sm90_libraries_resolve_for_sm90_and_cudnn_919_only() -> None:
-    """The shipped libraries (written by dnnc tune on an H100) parse as arch-layer
+    """The shipped libraries (written by dnnc tune on an H100 or an H200) parse as arch-layer
     libraries, resolve without warnings on sm_90, give nothing to other architectures,
     and give up their cuDNN engine ids under another cuDNN minor release."""
     from dnnc.specs import resolve
