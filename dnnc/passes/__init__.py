@@ -40,6 +40,7 @@ _WHERE: dict[str, str] = {
     "triton-fuse": "dnnc.backends.triton.fusion:TritonFuse",
     "triton-channels-last": "dnnc.backends.triton.channels_last:TritonChannelsLast",
     "triton-channels-last-boundary": "dnnc.backends.triton.channels_last:ChannelsLastBoundary",
+    "triton-conv-weights": "dnnc.backends.triton.conv_weights:TritonConvWeights",
     "partition": "dnnc.partition.partitioner:Partition",
 }
 

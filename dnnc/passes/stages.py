@@ -29,19 +29,26 @@ to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.g
 TRITON_STAGE = "triton-fuse,dce"
 """Every tcp op left becomes part of a generated Triton kernel."""
 
-TRITON_ALONE_STAGE = "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-fuse,dce"
+TRITON_ALONE_STAGE = (
+    "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-conv-weights,triton-fuse,dce"
+)
 """A Triton candidate timed alone, lowered as ``PARTITIONED`` lowers it in the whole
 program: a 1x1 convolution reads and writes its neighbours' channels-last tensors
 (``triton-channels-last-boundary``)."""
 
-PARTITIONED = "assign-layouts,triton-channels-last,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,triton-fuse,dce"
+PARTITIONED = (
+    "assign-layouts,triton-channels-last,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,"
+    "triton-conv-weights,triton-fuse,dce"
+)
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.
 Triton 1x1 convolutions hand their results on channels-last (``triton-channels-last``)
 and elementwise Triton code between convolutions (a residual add and ReLU left out of
 a cuDNN graph) runs channels-last like them: without ``sink-transposes`` the residual
 stream stayed NCHW, and each such kernel wrote it in both layouts and read one against
-the other (ResNet-50 at batch 128 on an H200: 6.8 ms, predicted 3.65)."""
+the other (ResNet-50 at batch 128 on an H200: 6.8 ms, predicted 3.65). A Triton
+convolution with a window that reads channels-last reads its weight channels-last too
+(``triton-conv-weights``: after ``fold-params``, which would fold its transpose back)."""
 
 STABLEHLO_CANONICALIZE = f"sink-transposes,simplify-shapes,{CANONICALIZE}"
 """Programs imported from StableHLO keep the framework's layout changes around every

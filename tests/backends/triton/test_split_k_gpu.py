@@ -1,8 +1,9 @@
 """A split-K product in a built program on a GPU: ResNet-50's stage-4 3x3 convolution at
-batch 1 (8 output tiles, K = 4608) with its bias and ReLU runs its first config, the
-most-split one, computes what the reference computes across CUDA-graph replays on new
-inputs (each launch leaves its scratch as it found it), and an artifact stores the
-config and loads it back, still matching."""
+batch 1 (8 output tiles, K = 4608) with its bias and ReLU, on a channels-last input and
+its weight stored OHWI, runs its first config, the most-split one, computes what the
+reference computes across CUDA-graph replays on new inputs (each launch leaves its
+scratch as it found it), and an artifact stores the config and the OHWI weight and loads
+them back, still matching."""
 
 from __future__ import annotations
 
@@ -27,15 +28,19 @@ from tests.numerics import assert_matches
 
 pytestmark = pytest.mark.gpu
 
-STAGE_4 = """func.func @forward(%x: tensor<1x512x7x7xf16>) -> tensor<1x512x7x7xf16> {
+STAGE_4 = """func.func @forward(%x: tensor<1x7x7x512xf16>) -> tensor<1x7x7x512xf16> {
   %w = tcp.param @w : tensor<512x512x3x3xf16>
   %b = tcp.param @b : tensor<1x512x1x1xf16>
-  %c = tcp.conv2d %x, %w {dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x512x7x7xf16>, tensor<512x512x3x3xf16>) -> tensor<1x512x7x7xf16>
+  %t = tcp.transpose %x {dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<1x7x7x512xf16> -> tensor<1x512x7x7xf16>
+  %c = tcp.conv2d %t, %w {dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x512x7x7xf16>, tensor<512x512x3x3xf16>) -> tensor<1x512x7x7xf16>
   %bb = tcp.broadcast %b {dnnc.part = 0 : i64} : tensor<1x512x1x1xf16> to tensor<1x512x7x7xf16>
   %a = tcp.add %c, %bb {dnnc.part = 0 : i64} : tensor<1x512x7x7xf16>
-  %y = tcp.clamp %a {dnnc.part = 0 : i64, min = 0.0 : f64} : tensor<1x512x7x7xf16>
-  func.return %y : tensor<1x512x7x7xf16>
+  %r = tcp.clamp %a {dnnc.part = 0 : i64, min = 0.0 : f64} : tensor<1x512x7x7xf16>
+  %y = tcp.transpose %r {dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<1x512x7x7xf16> -> tensor<1x7x7x512xf16>
+  func.return %y : tensor<1x7x7x512xf16>
 }"""
+"""Between channels-last neighbours, as between cuDNN convolutions: the weight is stored
+OHWI (``triton-conv-weights``) for the kernel."""
 
 
 def _program(rng: torch.Generator) -> Program:
@@ -43,7 +48,7 @@ def _program(rng: torch.Generator) -> Program:
     params.add("w", (torch.randn(512, 512, 3, 3, generator=rng) / 48).half())
     params.add("b", torch.randn(1, 512, 1, 1, generator=rng).half())
     program = Program(parse_ir(STAGE_4, "stage_4"), params)
-    run_passes(program, TRITON_ALONE_STAGE)  # channels-last edges, as between cuDNN convolutions
+    run_passes(program, TRITON_ALONE_STAGE)
     return program
 
 
@@ -60,6 +65,7 @@ def test_a_batch_one_convolution_runs_split_and_its_artifact_keeps_the_split(tmp
         compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
     kernels = _split_kernels(compiled)
     assert len(kernels) == 1 and kernels[0].config.get("SPLIT_K") == 16
+    assert any(name.endswith(".ohwi") for name in program.params)
     shape = tuple(program.input_types[0].get_shape())
     for _ in range(3):  # the captured program replayed on new inputs
         inputs = [torch.randn(shape, generator=rng).half()]
