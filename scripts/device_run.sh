@@ -121,6 +121,31 @@ PY
 SMOKE_TESTS="tests/runtime/test_artifact_gpu.py tests/runtime/test_gpu_models.py tests/partition/test_partition_gpu.py
   tests/backends/cudnn/test_cudnn_gpu.py tests/backends/triton/test_index_check.py tests/kernels/test_user_kernels_gpu.py
   tests/specs/test_tune_gpu.py tests/specs/test_legality.py"
+# each_gpu PREFIX BUILDER LOG: for each GPU g whose variable PREFIX<g> is set, the command
+# BUILDER prints for (g, that value), all at once, each with only GPU g visible, $OUT set to
+# $OUT/gpu<g>, pinned to its share of the cores (its compile workers too) and its output in
+# $OUT/gpu<g>/LOG; waits for them all.
+each_gpu() {
+  local prefix=$1 builder=$2 log=$3 gpus cores g var pids=() pin
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
+  cores=$(( $(nproc) / gpus ))
+  for g in $(seq 0 $(( gpus - 1 ))); do
+    var=$prefix$g
+    [ -n "${!var:-}" ] || continue
+    mkdir -p "$OUT/gpu$g"
+    pin=()
+    command -v taskset >/dev/null && pin=(taskset -c "$(( g * cores ))-$(( g * cores + cores - 1 ))")
+    CUDA_VISIBLE_DEVICES=$g DNNC_COMPILE_WORKERS=$cores DNNC_DEVICE_READY=1 OUT="$OUT/gpu$g" \
+      "${pin[@]}" bash -c "$("$builder" "$g" "${!var}")" > "$OUT/gpu$g/$log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+}
+suite_part() {
+  echo "python3 bench/run.py --workloads '$2' --variants '${SUITE_VARIANTS:-graph,compile,dnnc,jax}' --policies '${SUITE_POLICIES:-auto}' --no-update --out \"\$OUT\""
+}
+as_given() { echo "$2"; }
+
 steps=${*:-tests gpu-tests bench}
 status=0
 for step in $steps; do
@@ -205,49 +230,20 @@ for step in $steps; do
         --policies "${SUITE_POLICIES:-auto}" --no-update --out "$OUT" 2>&1 | tee "$OUT/suite.log" || status=1 ;;
     suite-pair|suite-gpus)
       # The suite split over the machine's GPUs, all at once: $SUITE_WORKLOADS_<g> on GPU g
-      # (a GPU whose variable is empty or unset runs nothing), each process held to its
-      # share of the cores (its compile workers too); results under $OUT/gpu<g> (merge them
-      # with bench/merge_suite.py). Timings are each GPU's own; compile times are those of a
-      # host with that share of the cores.
-      gpus=$(nvidia-smi -L | grep -c '^GPU')
-      cores=$(( $(nproc) / gpus ))
-      pids=()
-      for g in $(seq 0 $(( gpus - 1 ))); do
-        var=SUITE_WORKLOADS_$g
-        [ -n "${!var:-}" ] || continue
-        mkdir -p "$OUT/gpu$g"
-        pin=()
-        command -v taskset >/dev/null && pin=(taskset -c "$(( g * cores ))-$(( g * cores + cores - 1 ))")
-        CUDA_VISIBLE_DEVICES=$g DNNC_COMPILE_WORKERS=$cores "${pin[@]}" \
-          python3 bench/run.py --workloads "${!var}" --variants "${SUITE_VARIANTS:-graph,compile,dnnc,jax}" \
-          --policies "${SUITE_POLICIES:-auto}" --no-update --out "$OUT/gpu$g" > "$OUT/gpu$g/suite.log" 2>&1 &
-        pids+=($!)
-      done
-      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      # (a GPU whose variable is empty or unset runs nothing); results under $OUT/gpu<g> (merge
+      # them with bench/merge_suite.py). Timings are each GPU's own; compile times are those of
+      # a host with that share of the cores.
+      each_gpu SUITE_WORKLOADS_ suite_part suite.log
       # The device returns 8 files a call: the JSON and the log of each GPU's part; the
       # tables and the chart are made again from the merged JSON.
       rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png
       tail -n 4 "$OUT"/gpu*/suite.log ;;
     setup) ;;
     lanes)
-      # Different work on each GPU at once: $LANE_<g> is a shell command run with only GPU g
-      # visible, $OUT set to $OUT/gpu<g>, its share of the cores (compile workers too), and
-      # this script's setup done (a lane calls `bash scripts/device_run.sh STEP` or a bench
-      # script directly). A GPU whose variable is empty or unset runs nothing.
-      gpus=$(nvidia-smi -L | grep -c '^GPU')
-      cores=$(( $(nproc) / gpus ))
-      pids=()
-      for g in $(seq 0 $(( gpus - 1 ))); do
-        var=LANE_$g
-        [ -n "${!var:-}" ] || continue
-        mkdir -p "$OUT/gpu$g"
-        pin=()
-        command -v taskset >/dev/null && pin=(taskset -c "$(( g * cores ))-$(( g * cores + cores - 1 ))")
-        CUDA_VISIBLE_DEVICES=$g DNNC_COMPILE_WORKERS=$cores DNNC_DEVICE_READY=1 OUT="$OUT/gpu$g" \
-          "${pin[@]}" bash -c "${!var}" > "$OUT/gpu$g/lane.log" 2>&1 &
-        pids+=($!)
-      done
-      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      # Different work on each GPU at once: $LANE_<g> is a shell command (it may call
+      # `bash scripts/device_run.sh STEP` or a bench script directly, this setup done); a GPU
+      # whose variable is empty or unset runs nothing.
+      each_gpu LANE_ as_given lane.log
       tail -n 6 "$OUT"/gpu*/lane.log ;;
     zoo-bench)
       zoo=${ZOO_WORKLOADS:-$(python3 -c "from bench.suite.workloads import ZOO_WORKLOADS; print(','.join(ZOO_WORKLOADS))")}

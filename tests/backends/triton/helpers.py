@@ -10,10 +10,13 @@ import torch
 from xdsl.dialects import func
 
 from dnnc.backends.reference.rules import RULES
-from dnnc.backends.triton import compile_group
+from dnnc.backends.triton import TritonFuse, compile_group
 from dnnc.ir import tcp
+from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
 from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.pipeline import run_passes
 
 
 class _Env:
@@ -56,3 +59,23 @@ def run_with_triton(
             outs = [o.to(torch_dtype(element_of(r))) for o, r in zip(outs, op.results)]
         values.update(zip(op.results, outs))
     raise AssertionError("no func.return")
+
+
+def typed_program(ir: str, dtype: str, name: str) -> Program:
+    """``ir`` written for an element type ``T`` (``xT>``), in ``dtype``, without parameters."""
+    return Program(parse_ir(ir.replace("xT>", f"x{dtype}>"), name), ParamStore())
+
+
+def fused_group(program: Program) -> tcp.IsolatedGroupOp:
+    """The one Triton group ``triton-fuse`` makes of ``program``."""
+    run_passes(program, [TritonFuse()])
+    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    return group
+
+
+def capability(device: torch.device) -> int | None:
+    """``device``'s compute capability as one number (90 for sm_90), None off CUDA (the interpreter)."""
+    if device.type != "cuda":
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return major * 10 + minor

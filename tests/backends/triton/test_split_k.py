@@ -11,18 +11,14 @@ import pytest
 import torch
 
 from dnnc.backends.reference.interpreter import ReferenceExecutor
-from dnnc.backends.triton import TritonFuse, compiler
+from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates, config_problem, launch_bound_pair, product, split_k
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import SPLIT_ARRIVALS, SPLIT_PARTIALS, GroupInfo
-from dnnc.ir import tcp
-from dnnc.ir.params import ParamStore
-from dnnc.ir.program import Program
-from dnnc.ir.text import parse_ir
 from dnnc.ir.types import element_of, shape_of, torch_dtype
-from dnnc.pipeline import run_passes
+from tests.backends.triton.helpers import capability, fused_group, typed_program
 from tests.numerics import assert_matches
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -52,32 +48,15 @@ CONFIG = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "SPLIT_K": 4, "num_warps"
 """Four slices of ceil(360 / 4 / 16) * 16 = 96: the last runs past K (its loads are masked)."""
 
 
-def _program(ir: str, dtype: str) -> Program:
-    return Program(parse_ir(ir.replace("xT>", f"x{dtype}>"), "split_k"), ParamStore())
-
-
-def _group(program: Program) -> tcp.IsolatedGroupOp:
-    run_passes(program, [TritonFuse()])
-    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
-    return group
-
-
-def _capability() -> int | None:
-    if DEVICE.type != "cuda":
-        return None
-    major, minor = torch.cuda.get_device_capability()
-    return major * 10 + minor
-
-
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("name", list(CASES))
 def test_split_k_products_match_reference(name: str, dtype: str, rng: torch.Generator) -> None:
-    program = _program(CASES[name], dtype)
+    program = typed_program(CASES[name], dtype, "split_k")
     inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
     expected = ReferenceExecutor(program).run(inputs)
-    group = _group(program)
+    group = fused_group(program)
     source = generate(group, CONFIG, interpret=compiler.interpreting())
-    kernel = TritonKernel(source, DEVICE, _capability(), CONFIG)
+    kernel = TritonKernel(source, DEVICE, capability(DEVICE), CONFIG)
     args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
     runs = []
     for _ in range(2):
@@ -91,7 +70,7 @@ def test_split_k_products_match_reference(name: str, dtype: str, rng: torch.Gene
 
 
 def test_the_kernel_counts_slices_and_owns_its_scratch() -> None:
-    group = _group(_program(CONV, "f16"))
+    group = fused_group(typed_program(CONV, "f16", "split_k"))
     source = generate(group, CONFIG)
     assert source.grid == (2, 2, 4)  # 25 pixels and 24 channels in 16 x 16 tiles, 4 slices each
     assert list(source.signature)[-2:] == [SPLIT_PARTIALS, SPLIT_ARRIVALS]
@@ -118,7 +97,11 @@ def test_products_with_few_tiles_and_a_long_k_get_split_configs() -> None:
     pair = launch_bound_pair(configs)
     assert pair[0] == configs[0] and "SPLIT_K" not in pair[1], "a launch-bound product also times an unsplit config"
     info = GroupInfo.of(
-        _group(_program(CONV.replace("24x40x3x3", "24x400x3x3").replace("x40x", "x400x").replace("x40xT", "x400xT"), "f16"))
+        fused_group(
+            typed_program(
+                CONV.replace("24x40x3x3", "24x400x3x3").replace("x40x", "x400x").replace("x40xT", "x400xT"), "f16", "split_k"
+            )
+        )
     )
     assert any("SPLIT_K" in c for c in candidates(info)), "K = 3600 over 4 tiles"
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dnnc.backends.reference.interpreter import ReferenceExecutor
-from dnnc.backends.triton import TritonFuse, compiler
+from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
@@ -17,11 +17,9 @@ from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import GroupInfo
 from dnnc.backends.triton.tma import TMA_CAPABILITY, operands
 from dnnc.ir import tcp
-from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
-from dnnc.ir.text import parse_ir
 from dnnc.ir.types import element_of, shape_of, torch_dtype
-from dnnc.pipeline import run_passes
+from tests.backends.triton.helpers import capability, fused_group, typed_program
 from tests.numerics import assert_matches
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -85,31 +83,14 @@ CASES = {
 CONFIG = {"TMA": 1, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2}
 
 
-def _program(ir: str, dtype: str) -> Program:
-    return Program(parse_ir(ir.replace("xT>", f"x{dtype}>"), "tma"), ParamStore())
-
-
-def _group(program: Program) -> tcp.IsolatedGroupOp:
-    run_passes(program, [TritonFuse()])
-    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
-    return group
-
-
-def _capability() -> int | None:
-    if DEVICE.type != "cuda":
-        return None
-    major, minor = torch.cuda.get_device_capability()
-    return major * 10 + minor
-
-
 def _tma_runs_here() -> None:
-    capability = _capability()
-    if capability is not None and capability < TMA_CAPABILITY:
-        pytest.skip(f"sm_{capability} has no TMA")
+    here = capability(DEVICE)
+    if here is not None and here < TMA_CAPABILITY:
+        pytest.skip(f"sm_{here} has no TMA")
 
 
 def _run(group: tcp.IsolatedGroupOp, source, config, inputs: list[torch.Tensor], program: Program) -> list[torch.Tensor]:
-    kernel = TritonKernel(source, DEVICE, _capability(), config)
+    kernel = TritonKernel(source, DEVICE, capability(DEVICE), config)
     args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
     outs = [torch.empty(shape_of(r), dtype=torch_dtype(element_of(r)), device=DEVICE) for r in group.outputs]
     kernel.launch([args[v] for v in group.operands], outs)
@@ -124,10 +105,10 @@ def _inputs(program: Program, rng: torch.Generator) -> list[torch.Tensor]:
 @pytest.mark.parametrize("name", list(CASES))
 def test_tma_products_match_reference(name: str, dtype: str, rng: torch.Generator) -> None:
     _tma_runs_here()
-    program = _program(CASES[name], dtype)
+    program = typed_program(CASES[name], dtype, "tma")
     inputs = _inputs(program, rng)
     expected = ReferenceExecutor(program).run(inputs)
-    group = _group(program)
+    group = fused_group(program)
     assert operands(GroupInfo.of(group).anchor, group) is not None
     source = generate(group, CONFIG, interpret=compiler.interpreting())
     assert source.descriptors and source.fallback is not None and not source.fallback.descriptors
@@ -136,7 +117,7 @@ def test_tma_products_match_reference(name: str, dtype: str, rng: torch.Generato
 
 
 def test_the_epilogue_reads_the_residual_and_stores_the_output_as_tiles() -> None:
-    group = _group(_program(CONV_RESIDUAL, "f16"))
+    group = fused_group(typed_program(CONV_RESIDUAL, "f16", "tma"))
     source = generate(group, CONFIG)
     text = source.text
     assert "in0_tile.load([pid_m * BLOCK_M, k0])" in text, text  # pixels x channels of the NHWC input
@@ -155,16 +136,18 @@ def test_the_epilogue_reads_the_residual_and_stores_the_output_as_tiles() -> Non
 
 
 def test_outputs_beyond_the_epilogue_tiles_or_not_laid_out_as_the_tile_keep_pointer_stores() -> None:
-    text = generate(_group(_program(LINEAR, "bf16")), CONFIG).text  # the residual and the first output take the two tiles
+    text = generate(
+        fused_group(typed_program(LINEAR, "bf16", "tma")), CONFIG
+    ).text  # the residual and the first output take the two tiles
     assert "in3_tile.load(" in text and "out0_tile.store(" in text and "tl.store(out1 +" in text, text
-    text = generate(_group(_program(CONV_NCHW_OUT, "f16")), CONFIG).text
+    text = generate(fused_group(typed_program(CONV_NCHW_OUT, "f16", "tma")), CONFIG).text
     assert "in0_tile.load(" in text and "tl.store(out0 +" in text and "_tile.store" not in text, text
 
 
 def test_groups_without_row_major_operands_get_no_tma_tiles() -> None:
     unaligned = CONV_RESIDUAL.replace("x16xT", "x12xT").replace("24x16x1x1", "24x12x1x1").replace("2x16x5x7", "2x12x5x7")
-    for program in (_program(CONV_RESIDUAL, "f32"), _program(unaligned, "f16")):
-        group = _group(program)
+    for program in (typed_program(CONV_RESIDUAL, "f32", "tma"), typed_program(unaligned, "f16", "tma")):
+        group = fused_group(program)
         info = GroupInfo.of(group)
         assert operands(info.anchor, group) is None
         assert not any("TMA" in c for c in candidates(info, 90))
@@ -173,10 +156,10 @@ def test_groups_without_row_major_operands_get_no_tma_tiles() -> None:
 
 
 def test_tma_configs_come_first_on_hopper_only() -> None:
-    program = _program(
-        CONV_RESIDUAL.replace("2x5x7", "8x9x9").replace("2x16x5x7", "8x16x9x9").replace("2x24x5x7", "8x24x9x9"), "f16"
+    program = typed_program(
+        CONV_RESIDUAL.replace("2x5x7", "8x9x9").replace("2x16x5x7", "8x16x9x9").replace("2x24x5x7", "8x24x9x9"), "f16", "tma"
     )
-    info = GroupInfo.of(_group(program))
+    info = GroupInfo.of(fused_group(program))
     assert candidates(info, 90)[0].get("TMA") == 1
     assert not any("TMA" in c for c in candidates(info, 80)) and not any("TMA" in c for c in candidates(info))
     assert config_problem("TMA", 1) is None and "TMA is 1" in (config_problem("TMA", 2) or "")
@@ -184,12 +167,12 @@ def test_tma_configs_come_first_on_hopper_only() -> None:
 
 def test_an_unaligned_tensor_runs_the_pointer_kernel(rng: torch.Generator) -> None:
     _tma_runs_here()
-    program = _program(CONV_RESIDUAL, "f16")
+    program = typed_program(CONV_RESIDUAL, "f16", "tma")
     inputs = _inputs(program, rng)
     expected = ReferenceExecutor(program).run(inputs)
-    group = _group(program)
+    group = fused_group(program)
     source = generate(group, CONFIG, interpret=compiler.interpreting())
-    kernel = TritonKernel(source, DEVICE, _capability(), CONFIG)
+    kernel = TritonKernel(source, DEVICE, capability(DEVICE), CONFIG)
     args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
     shifted = torch.empty(args[program.entry.body.block.args[0]].numel() + 1, dtype=torch.float16, device=DEVICE)[1:]
     shifted.copy_(args[program.entry.body.block.args[0]].flatten())
