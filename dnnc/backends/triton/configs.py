@@ -301,3 +301,12 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
     m, n, k, batch = product_sizes(op)
     return product(m, n, k, with_tma, batch)
+
+
+def merge_base(info: GroupInfo) -> Config:
+    """What a config from outside the compiler (a tuning spec's record, an artifact's) is
+    merged over: the first heuristic config that cuts no K, for any GPU (no TMA). A product
+    with few tiles has a split-K config first (``product``); merged over it, a record that
+    names no ``SPLIT_K`` would run split, not the kernel it was measured or built as."""
+    configs = candidates(info)
+    return next((c for c in configs if "SPLIT_K" not in c), {k: v for k, v in configs[0].items() if k != "SPLIT_K"})

@@ -111,12 +111,12 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     import triton
 
     from dnnc.backends.triton.compiler import adopt, interpreting
-    from dnnc.backends.triton.configs import candidates
+    from dnnc.backends.triton.configs import merge_base
     from dnnc.backends.triton.launch import TritonKernel, capability_of, compile_group
 
     info = GroupInfo.of(op)
     expected = len(op.body.block.args) + len(op.outputs) + gathers(op)  # a gathering kernel's index flag
-    heuristic = candidates(info)[0]
+    heuristic = merge_base(info)
     problem = _record_problem(record, info.kind, expected, heuristic)
     if problem is not None:
         warnings.warn(

@@ -21,7 +21,7 @@ import torch
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair
+from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair, merge_base
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.skeleton import INDEX_FLAG, TileDescriptor
@@ -259,14 +259,13 @@ def configs_to_time(group: tcp.IsolatedGroupOp, info: GroupInfo, device: torch.d
 
 
 def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[dict[str, int]]:
-    """The configs to try: the one a tuning spec put on an op of the group (over the
-    first heuristic config without GPU-specific keys, so every key the kind needs is
-    there and a spec's record means what it meant where it was tuned), else the
-    heuristics' for ``sm_<capability>``."""
+    """The configs to try: the one a tuning spec put on an op of the group (over
+    ``configs.merge_base``, so every key the kind needs is there and a spec's record
+    means what it meant where it was tuned), else the heuristics' for ``sm_<capability>``."""
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen:
         return candidates(info, capability)
-    base = candidates(info)[0]
+    base = merge_base(info)
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
     unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
     if unknown:

@@ -7,17 +7,29 @@ a CPU and compiled on a GPU. Which products get such configs, and how a config i
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
+from torch import nn
+from xdsl.dialects.builtin import StringAttr
 
+from dnnc.artifact.kernels import kernel_records
+from dnnc.backends.interface import Recorded
 from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import candidates, config_problem, launch_bound_pair, product, split_k
+from dnnc.backends.triton.configs import candidates, config_problem, launch_bound_pair, merge_base, product, split_k
 from dnnc.backends.triton.emitter import CodegenError
+from dnnc.backends.triton.kernel_backend import parse_records
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import SPLIT_ARRIVALS, SPLIT_PARTIALS, GroupInfo
+from dnnc.ir import tcp
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
 from dnnc.ir.types import element_of, shape_of, torch_dtype
+from dnnc.pipeline import lower_for_gpu, to_canonical_tcp
+from dnnc.runtime.gpu_executor import GpuExecutor
 from tests.backends.triton.helpers import capability, fused_group, typed_program
 from tests.numerics import assert_matches
 
@@ -110,3 +122,51 @@ def test_a_split_is_a_positive_count_up_to_the_limit() -> None:
     assert config_problem("SPLIT_K", 16) is None
     assert "at most" in (config_problem("SPLIT_K", 128) or "")
     assert "positive" in (config_problem("SPLIT_K", 0) or "")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter run; the GPU test rebuilds a split kernel from its artifact")
+def test_a_recorded_unsplit_config_of_a_few_tile_product_rebuilds_unsplit(rng: torch.Generator) -> None:
+    """A tuning spec's or an artifact's config that names no ``SPLIT_K`` is merged over the
+    first config that cuts no K (``merge_base``): merged over the first candidate, which is
+    split for such a product, it would regenerate another kernel than the one recorded, and
+    the load would refuse the artifact as changed."""
+    x = torch.randn(3, 1280, generator=rng)
+    program = to_canonical_tcp(nn.Linear(1280, 40).eval(), (x,))
+    expected = ReferenceExecutor(program).run([x])
+    lower_for_gpu(program, backends=["triton"])
+    built = GpuExecutor(program, "cpu")
+    records = kernel_records(built)["triton"]
+    groups = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    (record,) = [r for r in records if r["config"].get("SPLIT_K")]  # the first config, as the interpreter runs
+    info = GroupInfo.of(groups[record["ordinal"]])
+    config = merge_base(info)
+    assert "SPLIT_K" not in config and spec_base_keeps_its_split(info)
+    source = generate(groups[record["ordinal"]], config, interpret=True)
+    record |= {
+        "text": source.text,
+        "signature": source.signature,
+        "grid": list(source.grid),
+        "options": source.options,
+        "config": config,
+    }
+    reloaded = Program(parse_ir(program.text()), program.params)
+    executor = GpuExecutor(reloaded, "cpu", Recorded({"triton": parse_records(records, "triton.json")}, same_version=True))
+    kernels = [s.kernel for s in executor.steps if getattr(s.kernel, "config", None) is not None]
+    assert [k.config.get("SPLIT_K") for k in kernels] == [None] and not any(k.scratch for k in kernels)
+    assert_matches(executor.run([x])[0], expected[0], torch.float32)
+
+
+def spec_base_keeps_its_split(info: GroupInfo) -> bool:
+    """A spec's config with a ``SPLIT_K`` of its own keeps it; one without runs unsplit."""
+    from dnnc.backends.interface import SPEC_CONFIG_ATTR
+    from dnnc.backends.triton.launch import spec_or_candidates
+
+    anchor = info.anchor
+    assert anchor is not None
+    unsplit = {k: v for k, v in merge_base(info).items() if k.startswith("BLOCK")}
+    anchor.attributes[SPEC_CONFIG_ATTR] = StringAttr(json.dumps(unsplit))
+    plain = spec_or_candidates(info)
+    anchor.attributes[SPEC_CONFIG_ATTR] = StringAttr(json.dumps({**unsplit, "SPLIT_K": 2}))
+    split = spec_or_candidates(info)
+    del anchor.attributes[SPEC_CONFIG_ATTR]
+    return "SPLIT_K" not in plain[0] and split[0]["SPLIT_K"] == 2
