@@ -70,17 +70,17 @@ def _unique(configs: list[Config]) -> list[Config]:
 def launch_bound_pair(configs: list[Config]) -> list[Config]:
     """The first config and the most parallel one: the smallest tile (most programs to
     spread over the SMs), then the longest ``BLOCK_K`` (fewest steps of a product's
-    loop), then the fewest warps and the most stages; and where there are split-K
-    configs, the one cut into the most slices too. A kernel whose time is mostly launch
-    and tail gains from more programs and shorter loops, and little else."""
+    loop), then the fewest warps and the most stages, among the configs that cut no K
+    (a product that has split-K configs lists its most-split one first, ``product``). A
+    kernel whose time is mostly launch and tail gains from more programs and shorter
+    loops, and little else."""
 
     def tile(c: Config) -> int:
         return math.prod(c.get(k, 1) for k in ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_R"))
 
-    whole = [c for c in configs if c.get("SPLIT_K", 1) == 1] or configs
+    whole = [c for c in configs if "SPLIT_K" not in c] or configs
     parallel = min(whole, key=lambda c: (tile(c), -c.get("BLOCK_K", 0), c.get("num_warps", 4), -c.get("num_stages", 0)))
-    split = [c for c in configs if c.get("SPLIT_K", 1) > 1]
-    return _unique([configs[0], parallel, *([max(split, key=lambda c: c["SPLIT_K"])] if split else [])])
+    return _unique([configs[0], parallel])
 
 
 def pointwise(n: int, pool: bool = False, channels_last: bool = False) -> list[Config]:
@@ -192,20 +192,7 @@ def split_k(m: int, n: int, k: int, batch: int = 1) -> list[Config]:
     if tiles > FEW_TILES or k < LONG_K:
         return []
     most = 1 << int(math.log2(max(1, min(SPLIT_K_PROGRAMS // tiles, k // MIN_SLICE, MAX_SPLIT_K))))
-    configs = []
-    for slices in (most, most // 2):
-        if slices > 1:
-            configs.append(
-                {
-                    "BLOCK_M": max(16, min(bm, pow2(m))),
-                    "BLOCK_N": max(16, min(64, pow2(n))),
-                    "BLOCK_K": 64,
-                    "SPLIT_K": slices,
-                    "num_warps": 4,
-                    "num_stages": 3,
-                }
-            )
-    return configs
+    return [{**_tile(bm, 64, 64, 4, 3, (m, n, k)), "SPLIT_K": slices} for slices in (most, most // 2) if slices > 1]
 
 
 def product(m: int, n: int, k: int, tma: bool = False, batch: int = 1) -> list[Config]:
@@ -216,9 +203,6 @@ def product(m: int, n: int, k: int, tma: bool = False, batch: int = 1) -> list[C
     product leaves most of the GPU idle (ResNet-50's stage-4 3x3 convolutions at batch 1:
     8 tiles, K = 4608)."""
 
-    def fit(b: int, size: int) -> int:
-        return max(16, min(b, pow2(size)))
-
     if m <= SMALL_M:
         shapes = [(16, 32, 128, 4, 3), (16, 16, 256, 4, 3), (16, 64, 64, 4, 4), (16, 128, 64, 4, 3)]
     elif m <= FEW_M:
@@ -226,15 +210,19 @@ def product(m: int, n: int, k: int, tma: bool = False, batch: int = 1) -> list[C
     else:
         shapes = LARGE_PRODUCT_TILES
     tiled = (
-        [{"TMA": 1, **_tile(bm, bn, bk, w, s, fit, (m, n, k))} for bm, bn, bk, w, s in TMA_PRODUCT_TILES]
-        if tma and m > FEW_M
-        else []
+        [{"TMA": 1, **_tile(bm, bn, bk, w, s, (m, n, k))} for bm, bn, bk, w, s in TMA_PRODUCT_TILES] if tma and m > FEW_M else []
     )
     splits = split_k(m, n, k, batch)
-    return _unique([*splits[:1], *tiled, *(_tile(bm, bn, bk, w, s, fit, (m, n, k)) for bm, bn, bk, w, s in shapes), *splits[1:]])
+    return _unique([*splits[:1], *tiled, *(_tile(bm, bn, bk, w, s, (m, n, k)) for bm, bn, bk, w, s in shapes), *splits[1:]])
 
 
-def _tile(bm: int, bn: int, bk: int, warps: int, stages: int, fit, sizes: tuple[int, int, int]) -> Config:
+def _tile(bm: int, bn: int, bk: int, warps: int, stages: int, sizes: tuple[int, int, int]) -> Config:
+    """A product config of blocks no larger than the power of two above each size, nor
+    smaller than 16 (``tl.dot``'s least extent)."""
+
+    def fit(b: int, size: int) -> int:
+        return max(16, min(b, pow2(size)))
+
     m, n, k = sizes
     return {"BLOCK_M": fit(bm, m), "BLOCK_N": fit(bn, n), "BLOCK_K": fit(bk, k), "num_warps": warps, "num_stages": stages}
 
@@ -308,5 +296,4 @@ def merge_base(info: GroupInfo) -> Config:
     merged over: the first heuristic config that cuts no K, for any GPU (no TMA). A product
     with few tiles has a split-K config first (``product``); merged over it, a record that
     names no ``SPLIT_K`` would run split, not the kernel it was measured or built as."""
-    configs = candidates(info)
-    return next((c for c in configs if "SPLIT_K" not in c), {k: v for k, v in configs[0].items() if k != "SPLIT_K"})
+    return next(c for c in candidates(info) if "SPLIT_K" not in c)
