@@ -8,6 +8,7 @@ convolutions with their weight as the model stores it (OIHW) and as
 ``triton-conv-weights`` stores it (OHWI).
 
     python bench/split_k_probe.py [--out DIR]     # writes DIR/split-k-probe.json (default /tmp)
+    python bench/split_k_probe.py --set resnet-large [--out DIR]    # DIR/conv-probe.json
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gpu_timing import environment
 from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import TritonFuse
-from dnnc.backends.triton.configs import candidates
+from dnnc.backends.triton.configs import Config, _tile, candidates
 from dnnc.backends.triton.conv_weights import TritonConvWeights
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.launch import TritonKernel, capability_of
-from dnnc.backends.triton.skeleton import GroupInfo
+from dnnc.backends.triton.skeleton import GroupInfo, product_sizes
 from dnnc.ir import tcp
+from dnnc.ir.attrs import ints
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
@@ -38,19 +40,19 @@ from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.pipeline import run_passes
 from dnnc.timing import device_time_ms
 
-CONV = """func.func @forward(%x: tensor<1x{h}x{h}x{c}xf16>) -> tensor<1x{h}x{h}x{o}xf16> {{
-  %w = tcp.param @w : tensor<{o}x{c}x3x3xf16>
+CONV = """func.func @forward(%x: tensor<{n}x{h}x{h}x{c}xf16>) -> tensor<{n}x{ho}x{ho}x{o}xf16> {{
+  %w = tcp.param @w : tensor<{o}x{c}x{k}x{k}xf16>
   %b = tcp.param @b : tensor<1x{o}x1x1xf16>
-  %t = tcp.transpose %x {{dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>}} : tensor<1x{h}x{h}x{c}xf16> -> tensor<1x{c}x{h}x{h}xf16>
-  %c = tcp.conv2d %t, %w {{dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<1x{c}x{h}x{h}xf16>, tensor<{o}x{c}x3x3xf16>) -> tensor<1x{o}x{h}x{h}xf16>
-  %bb = tcp.broadcast %b {{dnnc.part = 0 : i64}} : tensor<1x{o}x1x1xf16> to tensor<1x{o}x{h}x{h}xf16>
-  %a = tcp.add %c, %bb {{dnnc.part = 0 : i64}} : tensor<1x{o}x{h}x{h}xf16>
-  %r = tcp.clamp %a {{dnnc.part = 0 : i64, min = 0.0 : f64}} : tensor<1x{o}x{h}x{h}xf16>
-  %y = tcp.transpose %r {{dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>}} : tensor<1x{o}x{h}x{h}xf16> -> tensor<1x{h}x{h}x{o}xf16>
-  func.return %y : tensor<1x{h}x{h}x{o}xf16>
+  %t = tcp.transpose %x {{dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>}} : tensor<{n}x{h}x{h}x{c}xf16> -> tensor<{n}x{c}x{h}x{h}xf16>
+  %c = tcp.conv2d %t, %w {{dnnc.part = 0 : i64, stride = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}, {p}, {p}>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<{n}x{c}x{h}x{h}xf16>, tensor<{o}x{c}x{k}x{k}xf16>) -> tensor<{n}x{o}x{ho}x{ho}xf16>
+  %bb = tcp.broadcast %b {{dnnc.part = 0 : i64}} : tensor<1x{o}x1x1xf16> to tensor<{n}x{o}x{ho}x{ho}xf16>
+  %a = tcp.add %c, %bb {{dnnc.part = 0 : i64}} : tensor<{n}x{o}x{ho}x{ho}xf16>
+  %r = tcp.clamp %a {{dnnc.part = 0 : i64, min = 0.0 : f64}} : tensor<{n}x{o}x{ho}x{ho}xf16>
+  %y = tcp.transpose %r {{dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>}} : tensor<{n}x{o}x{ho}x{ho}xf16> -> tensor<{n}x{ho}x{ho}x{o}xf16>
+  func.return %y : tensor<{n}x{ho}x{ho}x{o}xf16>
 }}"""
-"""A batch-1 3x3 convolution + bias + ReLU between channels-last neighbours, as a
-partitioned Triton group (``dnnc.part``) whose weight is a parameter."""
+"""A convolution + bias + ReLU between channels-last neighbours, as a partitioned
+Triton group (``dnnc.part``) whose weight is a parameter."""
 GEMV = """func.func @forward(%x: tensor<1x2048xf16>) -> tensor<1x1000xf16> {
   %w = tcp.param @w : tensor<2048x1000xf16>
   %m = tcp.matmul %x, %w {dnnc.part = 0 : i64} : (tensor<1x2048xf16>, tensor<2048x1000xf16>) -> tensor<1x1000xf16>
@@ -58,11 +60,35 @@ GEMV = """func.func @forward(%x: tensor<1x2048xf16>) -> tensor<1x1000xf16> {
 }"""
 
 
-def conv(h: int, c: int, o: int) -> str:
-    return CONV.format(h=h, c=c, o=o)
+def conv(h: int, c: int, o: int, n: int = 1, k: int = 3, stride: int = 1, pad: int = 1) -> str:
+    return CONV.format(n=n, h=h, c=c, o=o, k=k, s=stride, p=pad, ho=(h + 2 * pad - k) // stride + 1)
 
 
-SHAPES = {"stage4-3x3-b1": conv(7, 512, 512), "stage3-3x3-b1": conv(14, 256, 256), "classifier-b1": GEMV}
+SHAPE_SETS = {
+    "split-k": {"stage4-3x3-b1": conv(7, 512, 512), "stage3-3x3-b1": conv(14, 256, 256), "classifier-b1": GEMV},
+    "resnet-large": {
+        **{f"stem-7x7-c4-b{n}": conv(224, 4, 64, n, k=7, stride=2, pad=3) for n in (1, 32, 128)},
+        **{
+            f"stage{i}-3x3-b{n}": conv(h, c, c, n)
+            for n in (32, 128)
+            for i, (h, c) in enumerate(((56, 64), (28, 128), (14, 256), (7, 512)), start=1)
+        },
+    },
+}
+"""``split-k``: ResNet-50's batch-1 products with few tiles and a long K; ``resnet-large``:
+its stem (on the 4 channels the input is padded to) and its stride-1 3x3 convolutions at
+the serving batches, where the products are long and FLOPs or bytes bound them."""
+EXTRA_CONFIGS = [
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+    {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 8, "num_stages": 4},
+]
+"""Configs beyond ``configs.candidates`` timed for the ``resnet-large`` set (blocks cut to
+the product's sizes by ``_tile`` as the candidates are): larger tiles and deeper pipelines."""
 
 
 def _program(name: str, ir: str) -> Program:
@@ -74,8 +100,9 @@ def _program(name: str, ir: str) -> Program:
     return program
 
 
-def probe(name: str, ir: str, weights: str, device: torch.device) -> dict:
-    """``weights``: "oihw" (the weight as the model stores it) or "ohwi" (``triton-conv-weights``)."""
+def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = ()) -> dict:
+    """``weights``: "oihw" (the weight as the model stores it) or "ohwi" (``triton-conv-weights``);
+    ``extra``: configs timed after the candidates."""
     program = _program(name, ir)
     rng = torch.Generator().manual_seed(1)
     inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
@@ -87,7 +114,12 @@ def probe(name: str, ir: str, weights: str, device: torch.device) -> dict:
     values |= {op.result: program.params[op.param_name].to(device) for op in program.param_ops()}
     ins = [values[v] for v in group.operands]
     rows = []
-    for config in candidates(info, capability_of(device)):
+    m, n, k, _ = product_sizes(info.anchor)
+    offered = candidates(info, capability_of(device))
+    more = [
+        c for c in (_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)) for c in extra)
+    ]
+    for config in offered + [c for i, c in enumerate(more) if c not in offered and c not in more[:i]]:
         out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])), device=device)
         try:
             kernel = TritonKernel(generate(group, config, info=info), device, capability_of(device), config)
@@ -108,23 +140,28 @@ def library_ms(name: str, ir: str, device: torch.device) -> float:
     w = program.params["w"].to(device)
     if name.startswith("classifier"):
         return device_time_ms(lambda: torch.mm(x, w))
+    (op,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.Conv2dOp)]
+    stride, padding = ints(op.stride), ints(op.padding)[::2]
     x, w = x.permute(0, 3, 1, 2), w.contiguous(memory_format=torch.channels_last)
-    return device_time_ms(lambda: torch.nn.functional.conv2d(x, w, padding=1))
+    return device_time_ms(lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=padding))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("/tmp"))
+    parser.add_argument("--set", choices=sorted(SHAPE_SETS), default="split-k", help="which products (SHAPE_SETS)")
     args = parser.parse_args()
     device = torch.device("cuda")
+    large = args.set == "resnet-large"
+    out = args.out / f"{'split-k' if args.set == 'split-k' else 'conv'}-probe.json"
+    args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    for name, ir in SHAPES.items():
-        for weights in ("oihw", "ohwi") if "3x3" in name else ("oihw",):
-            results.append(probe(name, ir, weights, device))
+    for name, ir in SHAPE_SETS[args.set].items():
+        for weights in ("ohwi",) if large else ("oihw", "ohwi") if "3x3" in name else ("oihw",):
+            results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else []))
         results[-1]["library_ms"] = library_ms(name, ir, device)
         print(f"{name:14s} torch (cuDNN / cuBLAS, no epilogue) {results[-1]['library_ms']:.4f}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "split-k-probe.json").write_text(json.dumps({"environment": environment(), "results": results}, indent=1) + "\n")
+        out.write_text(json.dumps({"environment": environment(), "results": results}, indent=1) + "\n")  # each shape as it ends
 
 
 if __name__ == "__main__":

@@ -107,6 +107,10 @@ class KernelEmitter:
         self.tile_reads: Callable[[SSAValue, Index], str | None] | None = None
         """Reads a block argument at given positions as a whole tile (through TMA) where it
         can, giving the variable, else None (it is loaded element by element)."""
+        self.raw: dict[str, tuple[str, str, str]] = {}
+        """A float load's float32 variable -> the variable loaded in its own type, that
+        type's element name and the mask it was loaded under (``other=0``): a product's
+        operand tile that is a plain load feeds ``tl.dot`` as loaded."""
         self.splits: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
         """Position variables that ``dims`` split from one linear expression (their names,
         size-1 dims left out) -> that expression and their sizes: ``flat`` puts the
@@ -116,6 +120,14 @@ class KernelEmitter:
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
+
+    def drop_if_unused(self, name: str) -> None:
+        """Remove the line that assigns ``name`` when no other line reads it (a value
+        emitted in case it was needed)."""
+        assign = re.compile(rf"^\s*{re.escape(name)} = ")
+        read = re.compile(rf"\b{re.escape(name)}\b")
+        if sum(1 for line in self.lines if read.search(line)) == 1:
+            self.lines = [line for line in self.lines if not assign.match(line)]
 
     def comment(self, text: str) -> None:
         self.line(f"# {text}")
@@ -251,15 +263,19 @@ class KernelEmitter:
     def load(self, v: SSAValue, ix: Index, mask: str) -> str:
         off = self.flat(ix)
         off = f"tl.full({self.tile}, {off}, tl.int32)" if is_constant(off) else f"tl.broadcast_to({off}, {self.tile})"
+        given = mask
         if self.interpret:
             # The interpreter stores a scalar int1 combined with a tile of them (a pad or a
             # pool window test on a tiled kernel's per-program axis) as int32, which its
             # tl.load rejects as a mask.
             mask = f"{mask} != 0"
         expr = f"tl.load({self.pointers[v]} + {off}, mask={mask}, other=0)"
-        if is_float(element_of(v)):
-            expr += ".to(tl.float32)"
-        return self.let(expr, "x")
+        if not is_float(element_of(v)):
+            return self.let(expr, "x")
+        loaded = self.let(expr, "x")
+        name = self.let(f"{loaded}.to(tl.float32)", "x")
+        self.raw[name] = (loaded, element_name(element_of(v)), given)
+        return name
 
     def value(self, v: SSAValue, ix: Index, mask: str) -> str:
         key = (v, ix, mask)

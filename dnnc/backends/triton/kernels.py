@@ -297,14 +297,24 @@ def _pointer_operand_tiles(
     with em.tiled("(BLOCK_M, BLOCK_K)"):
         ia, inside = a_at("ka")
         em.line(f"amask = (rm < {m}) & (ka < {k}){inside}")
-        a = em.value(op.operands[0], ia, "amask")
-        a = em.let(f"tl.where(amask, {a}, 0.0).to({TL_TYPES[elem]})", "a")
+        a = _operand_tile(em, em.value(op.operands[0], ia, "amask"), "amask", elem, "a")
     with em.tiled("(BLOCK_K, BLOCK_N)"):
         ib = b_at("kb")
         em.line(f"bmask = (kb < {k}) & (rn < {n})")
-        b = em.value(op.operands[1], ib, "bmask")
-        b = em.let(f"tl.where(bmask, {b}, 0.0).to({TL_TYPES[elem]})", "b")
+        b = _operand_tile(em, em.value(op.operands[1], ib, "bmask"), "bmask", elem, "b")
     return a, b
+
+
+def _operand_tile(em: KernelEmitter, value: str, mask: str, elem: str, hint: str) -> str:
+    """A product operand tile in the product's element type, zero where ``mask`` is not.
+    A tile loaded as it is, of that type under that mask (zero there already), feeds
+    ``tl.dot`` as loaded: through a float32 select Triton's pipeline stages the tile in
+    registers, not straight from its loads into shared memory."""
+    raw = em.raw.get(value)
+    if raw is not None and raw[1:] == (elem, mask):
+        em.drop_if_unused(value)
+        return raw[0]
+    return em.let(f"tl.where({mask}, {value}, 0.0).to({TL_TYPES[elem]})", hint)
 
 
 def _descriptor(signature: dict[str, str], descriptors: list, param: str, v: SSAValue, tensor: int, shape, block) -> str:
