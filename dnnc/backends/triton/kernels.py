@@ -533,7 +533,8 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     # the interpreter as float32 (its bfloat16 dot is wrong in 3.9), as the product kernels.
     upcast = interpret and elem == "bf16"
     precision = ', input_precision="ieee"' if elem == "f32" or upcast else ""
-    dot_type = "tl.float32" if upcast else TL_TYPES[elem]
+    dot_elem = "f32" if upcast else elem
+    dot_type = TL_TYPES[dot_elem]
     em = KernelEmitter(pointers, interpret)
     em.line("pid_m = tl.program_id(0)")
     em.line("pid_bh = tl.program_id(1)")
@@ -546,7 +547,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     with em.tiled("(BLOCK_M, BLOCK_D)"):
         em.line(f"qmask = (rm < {sq}) & (rd < {d})")
         q = em.value(op.query, Index((b, h, sq, d), dims=("bi", "hi", "rm", "rd")), "qmask")
-        q = em.let(f"tl.where(qmask, {q}, 0.0).to({dot_type})", "q")
+        q = _operand_tile(em, q, "qmask", dot_elem, "q")
     em.line('m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)')
     em.line("l_i = tl.zeros((BLOCK_M,), tl.float32)")
     em.line("acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)")
@@ -559,7 +560,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
             em.line("rdk = tl.arange(0, BLOCK_D)[:, None]")
             em.line(f"kmask = (rdk < {d}) & (rn < {sk})")
             kt = em.value(op.key, Index((b, hk, sk, d), dims=("bi", "hk", "rn", "rdk")), "kmask")
-            kt = em.let(f"tl.where(kmask, {kt}, 0.0).to({dot_type})", "kt")
+            kt = _operand_tile(em, kt, "kmask", dot_elem, "kt")
         # Scores in base 2 (scaled by log2(e)): exp2 is one instruction, exp a multiply more.
         em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale) * LOG2_E!r}")
         # Query rows past the end read zeros (finite scores, never stored): only keys past
@@ -586,7 +587,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
         with em.tiled("(BLOCK_N, BLOCK_DV)"):
             em.line(f"vmask = (rk < {sk}) & (rdv < {dv})")
             v = em.value(op.value, Index((b, hk, sk, dv), dims=("bi", "hk", "rk", "rdv")), "vmask")
-            v = em.let(f"tl.where(vmask, {v}, 0.0).to({dot_type})", "v")
+            v = _operand_tile(em, v, "vmask", dot_elem, "v")
         em.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({dot_type}), {v}{precision})")
         em.line("m_i = m_new")
     # a row with every key excluded has l_i = 0 and gives zeros

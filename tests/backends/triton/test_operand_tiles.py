@@ -22,6 +22,7 @@ from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
+from tests.backends.triton.cases import CASES
 from tests.backends.triton.helpers import run_with_triton
 from tests.numerics import assert_matches
 
@@ -85,3 +86,14 @@ def test_loaded_operand_tiles_feed_the_dot_as_loaded(rng: torch.Generator) -> No
     text = _text(32, rng)
     assert "acc += tl.dot(x0, x2)" in text, text
     assert "tl.where(amask" not in text and "tl.where(bmask" not in text, text
+
+
+def test_attention_reads_its_query_key_and_value_tiles_as_loaded() -> None:
+    (case,) = [c for c in CASES if c.name == "attention_gqa_head_dim_40"]
+    program = case.program("f16")
+    run_passes(program, [TritonFuse()])
+    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    text = generate(group, {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}).text
+    for mask in ("qmask", "kmask", "vmask"):
+        assert f"tl.where({mask}" not in text, text
+    assert "s = tl.dot(x0, x2)" in text and "tl.dot(p.to(tl.float16), x4)" in text, text
