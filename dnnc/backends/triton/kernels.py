@@ -305,13 +305,14 @@ def _pointer_operand_tiles(
     return a, b
 
 
-def _operand_tile(em: KernelEmitter, value: str, mask: str, elem: str, hint: str) -> str:
+def _operand_tile(em: KernelEmitter, value: str, mask: str, elem: str, hint: str, as_loaded: bool = True) -> str:
     """A product operand tile in the product's element type, zero where ``mask`` is not.
     A tile loaded as it is, of that type under that mask (zero there already), feeds
-    ``tl.dot`` as loaded: through a float32 select Triton's pipeline stages the tile in
-    registers, not straight from its loads into shared memory."""
+    ``tl.dot`` as loaded (unless ``as_loaded`` is false): through a float32 select
+    Triton's pipeline stages the tile in registers, not straight from its loads into
+    shared memory."""
     raw = em.raw.get(value)
-    if raw is not None and raw[1:] == (elem, mask):
+    if as_loaded and raw is not None and raw[1:] == (elem, mask):
         em.drop_if_unused(value)
         return raw[0]
     return em.let(f"tl.where({mask}, {value}, 0.0).to({TL_TYPES[elem]})", hint)
@@ -535,6 +536,10 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     precision = ', input_precision="ieee"' if elem == "f32" or upcast else ""
     dot_elem = "f32" if upcast else elem
     dot_type = TL_TYPES[dot_elem]
+    # Tiles as loaded only where the head dims fill their blocks: with a head dim of 40
+    # in a block of 64 (and 24 in 32) the float16 kernel fed so gave wrong results on an
+    # H200 (Triton 3.6), where the interpreter and bfloat16 did not.
+    whole_d, whole_dv = d == block_d, dv == block_dv
     em = KernelEmitter(pointers, interpret)
     em.line("pid_m = tl.program_id(0)")
     em.line("pid_bh = tl.program_id(1)")
@@ -547,7 +552,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     with em.tiled("(BLOCK_M, BLOCK_D)"):
         em.line(f"qmask = (rm < {sq}) & (rd < {d})")
         q = em.value(op.query, Index((b, h, sq, d), dims=("bi", "hi", "rm", "rd")), "qmask")
-        q = _operand_tile(em, q, "qmask", dot_elem, "q")
+        q = _operand_tile(em, q, "qmask", dot_elem, "q", whole_d)
     em.line('m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)')
     em.line("l_i = tl.zeros((BLOCK_M,), tl.float32)")
     em.line("acc = tl.zeros((BLOCK_M, BLOCK_DV), tl.float32)")
@@ -560,7 +565,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
             em.line("rdk = tl.arange(0, BLOCK_D)[:, None]")
             em.line(f"kmask = (rdk < {d}) & (rn < {sk})")
             kt = em.value(op.key, Index((b, hk, sk, d), dims=("bi", "hk", "rn", "rdk")), "kmask")
-            kt = _operand_tile(em, kt, "kmask", dot_elem, "kt")
+            kt = _operand_tile(em, kt, "kmask", dot_elem, "kt", whole_d)
         # Scores in base 2 (scaled by log2(e)): exp2 is one instruction, exp a multiply more.
         em.line(f"s = tl.dot({q}, {kt}{precision}) * {scalar(op.scale) * LOG2_E!r}")
         # Query rows past the end read zeros (finite scores, never stored): only keys past
@@ -587,7 +592,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
         with em.tiled("(BLOCK_N, BLOCK_DV)"):
             em.line(f"vmask = (rk < {sk}) & (rdv < {dv})")
             v = em.value(op.value, Index((b, hk, sk, dv), dims=("bi", "hk", "rk", "rdv")), "vmask")
-            v = _operand_tile(em, v, "vmask", dot_elem, "v")
+            v = _operand_tile(em, v, "vmask", dot_elem, "v", whole_dv)
         em.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({dot_type}), {v}{precision})")
         em.line("m_i = m_new")
     # a row with every key excluded has l_i = 0 and gives zeros

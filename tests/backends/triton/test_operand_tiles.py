@@ -88,12 +88,23 @@ def test_loaded_operand_tiles_feed_the_dot_as_loaded(rng: torch.Generator) -> No
     assert "tl.where(amask" not in text and "tl.where(bmask" not in text, text
 
 
-def test_attention_reads_its_query_key_and_value_tiles_as_loaded() -> None:
-    (case,) = [c for c in CASES if c.name == "attention_gqa_head_dim_40"]
+def _attention_text(name: str) -> str:
+    (case,) = [c for c in CASES if c.name == name]
     program = case.program("f16")
     run_passes(program, [TritonFuse()])
-    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
-    text = generate(group, {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}).text
+    groups = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    (group,) = [g for g in groups if any(isinstance(op, tcp.AttentionOp) for op in g.walk())]
+    return generate(group, {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}).text
+
+
+def test_attention_reads_tiles_that_fill_their_head_dim_as_loaded() -> None:
+    text = _attention_text("attention_heads_split_bool_mask")  # head dim 16
     for mask in ("qmask", "kmask", "vmask"):
         assert f"tl.where({mask}" not in text, text
-    assert "s = tl.dot(x0, x2)" in text and "tl.dot(p.to(tl.float16), x4)" in text, text
+    assert "s = tl.dot(x0, x2)" in text and "tl.dot(p.to(tl.float16), x5)" in text, text
+
+
+def test_attention_selects_tiles_of_a_head_dim_short_of_its_block() -> None:
+    text = _attention_text("attention_gqa_head_dim_40")  # 40 in a block of 64, 24 in 32
+    for mask in ("qmask", "kmask", "vmask"):
+        assert f"tl.where({mask}" in text, text
