@@ -40,16 +40,16 @@ from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.pipeline import run_passes
 from dnnc.timing import device_time_ms
 
-CONV = """func.func @forward(%x: tensor<{n}x{h}x{h}x{c}xf16>) -> tensor<{n}x{ho}x{ho}x{o}xf16> {{
-  %w = tcp.param @w : tensor<{o}x{c}x{k}x{k}xf16>
-  %b = tcp.param @b : tensor<1x{o}x1x1xf16>
-  %t = tcp.transpose %x {{dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>}} : tensor<{n}x{h}x{h}x{c}xf16> -> tensor<{n}x{c}x{h}x{h}xf16>
-  %c = tcp.conv2d %t, %w {{dnnc.part = 0 : i64, stride = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}, {p}, {p}>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<{n}x{c}x{h}x{h}xf16>, tensor<{o}x{c}x{k}x{k}xf16>) -> tensor<{n}x{o}x{ho}x{ho}xf16>
-  %bb = tcp.broadcast %b {{dnnc.part = 0 : i64}} : tensor<1x{o}x1x1xf16> to tensor<{n}x{o}x{ho}x{ho}xf16>
-  %a = tcp.add %c, %bb {{dnnc.part = 0 : i64}} : tensor<{n}x{o}x{ho}x{ho}xf16>
-  %r = tcp.clamp %a {{dnnc.part = 0 : i64, min = 0.0 : f64}} : tensor<{n}x{o}x{ho}x{ho}xf16>
-  %y = tcp.transpose %r {{dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>}} : tensor<{n}x{o}x{ho}x{ho}xf16> -> tensor<{n}x{ho}x{ho}x{o}xf16>
-  func.return %y : tensor<{n}x{ho}x{ho}x{o}xf16>
+CONV = """func.func @forward(%x: tensor<{n}x{h}x{h}x{c}x{t}>) -> tensor<{n}x{ho}x{ho}x{o}x{t}> {{
+  %w = tcp.param @w : tensor<{o}x{c}x{k}x{k}x{t}>
+  %b = tcp.param @b : tensor<1x{o}x1x1x{t}>
+  %t = tcp.transpose %x {{dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>}} : tensor<{n}x{h}x{h}x{c}x{t}> -> tensor<{n}x{c}x{h}x{h}x{t}>
+  %c = tcp.conv2d %t, %w {{dnnc.part = 0 : i64, stride = array<i64: {s}, {s}>, padding = array<i64: {p}, {p}, {p}, {p}>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<{n}x{c}x{h}x{h}x{t}>, tensor<{o}x{c}x{k}x{k}x{t}>) -> tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %bb = tcp.broadcast %b {{dnnc.part = 0 : i64}} : tensor<1x{o}x1x1x{t}> to tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %a = tcp.add %c, %bb {{dnnc.part = 0 : i64}} : tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %r = tcp.clamp %a {{dnnc.part = 0 : i64, min = 0.0 : f64}} : tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %y = tcp.transpose %r {{dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>}} : tensor<{n}x{o}x{ho}x{ho}x{t}> -> tensor<{n}x{ho}x{ho}x{o}x{t}>
+  func.return %y : tensor<{n}x{ho}x{ho}x{o}x{t}>
 }}"""
 """A convolution + bias + ReLU between channels-last neighbours, as a partitioned
 Triton group (``dnnc.part``) whose weight is a parameter."""
@@ -60,8 +60,9 @@ GEMV = """func.func @forward(%x: tensor<1x2048xf16>) -> tensor<1x1000xf16> {
 }"""
 
 
-def conv(h: int, c: int, o: int, n: int = 1, k: int = 3, stride: int = 1, pad: int = 1) -> str:
-    return CONV.format(n=n, h=h, c=c, o=o, k=k, s=stride, p=pad, ho=(h + 2 * pad - k) // stride + 1)
+def conv(h: int, c: int, o: int, n: int = 1, k: int = 3, stride: int = 1, pad: int = 1, dtype: str = "f16") -> str:
+    """``CONV`` on an ``n x h x h x c`` input, ``o`` channels out, a ``k x k`` window."""
+    return CONV.format(n=n, h=h, c=c, o=o, k=k, s=stride, p=pad, ho=(h + 2 * pad - k) // stride + 1, t=dtype)
 
 
 SHAPE_SETS = {

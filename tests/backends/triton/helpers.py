@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 from xdsl.dialects import func
 
+from bench.split_k_probe import conv
 from dnnc.backends.reference.rules import RULES
 from dnnc.backends.triton import TritonFuse, compile_group
 from dnnc.ir import tcp
@@ -17,6 +18,8 @@ from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.pipeline import run_passes
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 class _Env:
@@ -79,3 +82,13 @@ def capability(device: torch.device) -> int | None:
         return None
     major, minor = torch.cuda.get_device_capability(device)
     return major * 10 + minor
+
+
+def windowed_conv(n: int, h: int, c: int, o: int, dtype: str, rng: torch.Generator, stride: int = 1) -> Program:
+    """A 3x3 convolution (padding 1) + bias + ReLU between channels-last neighbours, as a
+    partitioned Triton group (``dnnc.part``), its weight ``w`` and bias ``b`` random
+    parameters of ``dtype``."""
+    params = ParamStore()
+    params.add("w", (torch.randn(o, c, 3, 3, generator=rng) / 8).to(TORCH_DTYPES[dtype]))
+    params.add("b", torch.randn(1, o, 1, 1, generator=rng).to(TORCH_DTYPES[dtype]))
+    return Program(parse_ir(conv(h, c, o, n, stride=stride, dtype=dtype), "window"), params)

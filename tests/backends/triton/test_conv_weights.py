@@ -18,35 +18,18 @@ from dnnc.backends.triton import TritonFuse
 from dnnc.backends.triton.conv_weights import TritonConvWeights
 from dnnc.backends.triton.kernels import generate
 from dnnc.ir import tcp
-from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
-from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
-from tests.backends.triton.helpers import run_with_triton
+from tests.backends.triton.helpers import run_with_triton, windowed_conv
 from tests.numerics import assert_matches
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
-WINDOW = """func.func @forward(%x: tensor<1x5x5x40xT>) -> tensor<1x5x5x24xT> {
-  %w = tcp.param @w : tensor<24x40x3x3xT>
-  %b = tcp.param @b : tensor<1x24x1x1xT>
-  %t = tcp.transpose %x {dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<1x5x5x40xT> -> tensor<1x40x5x5xT>
-  %c = tcp.conv2d %t, %w {dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x40x5x5xT>, tensor<24x40x3x3xT>) -> tensor<1x24x5x5xT>
-  %bb = tcp.broadcast %b {dnnc.part = 0 : i64} : tensor<1x24x1x1xT> to tensor<1x24x5x5xT>
-  %a = tcp.add %c, %bb {dnnc.part = 0 : i64} : tensor<1x24x5x5xT>
-  %r = tcp.clamp %a {dnnc.part = 0 : i64, min = 0.0 : f64} : tensor<1x24x5x5xT>
-  %y = tcp.transpose %r {dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<1x24x5x5xT> -> tensor<1x5x5x24xT>
-  func.return %y : tensor<1x5x5x24xT>
-}"""
-"""ResNet's batch-1 3x3 convolution in small, between channels-last neighbours."""
-
 
 def _program(dtype: str, rng: torch.Generator) -> Program:
-    params = ParamStore()
-    params.add("w", (torch.randn(24, 40, 3, 3, generator=rng) / 8).to(DTYPES[dtype]))
-    params.add("b", torch.randn(1, 24, 1, 1, generator=rng).to(DTYPES[dtype]))
-    return Program(parse_ir(WINDOW.replace("xT>", f"x{dtype}>"), "window"), params)
+    """ResNet's batch-1 3x3 convolution in small, between channels-last neighbours."""
+    return windowed_conv(1, 5, 40, 24, dtype, rng)
 
 
 def _group(program: Program) -> tcp.IsolatedGroupOp:

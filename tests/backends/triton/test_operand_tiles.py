@@ -18,37 +18,20 @@ from dnnc.backends.triton import TritonFuse
 from dnnc.backends.triton.conv_weights import TritonConvWeights
 from dnnc.backends.triton.kernels import generate
 from dnnc.ir import tcp
-from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
-from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
 from tests.backends.triton.cases import CASES
-from tests.backends.triton.helpers import run_with_triton
+from tests.backends.triton.helpers import run_with_triton, windowed_conv
 from tests.numerics import assert_matches
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
-STRIDED = """func.func @forward(%x: tensor<2x7x7x32xT>) -> tensor<2x4x4x16xT> {
-  %w = tcp.param @w : tensor<16x32x3x3xT>
-  %b = tcp.param @b : tensor<1x16x1x1xT>
-  %t = tcp.transpose %x {dnnc.part = 0 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x7x32xT> -> tensor<2x32x7x7xT>
-  %c = tcp.conv2d %t, %w {dnnc.part = 0 : i64, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x32x7x7xT>, tensor<16x32x3x3xT>) -> tensor<2x16x4x4xT>
-  %bb = tcp.broadcast %b {dnnc.part = 0 : i64} : tensor<1x16x1x1xT> to tensor<2x16x4x4xT>
-  %a = tcp.add %c, %bb {dnnc.part = 0 : i64} : tensor<2x16x4x4xT>
-  %r = tcp.clamp %a {dnnc.part = 0 : i64, min = 0.0 : f64} : tensor<2x16x4x4xT>
-  %y = tcp.transpose %r {dnnc.part = 0 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x16x4x4xT> -> tensor<2x4x4x16xT>
-  func.return %y : tensor<2x4x4x16xT>
-}"""
-"""A strided 3x3 convolution + bias + ReLU on 32 channels between channels-last
-neighbours: K steps of 16 or 32 lie in one tap, of 64 span two."""
-
 
 def _program(dtype: str, rng: torch.Generator) -> Program:
-    params = ParamStore()
-    params.add("w", (torch.randn(16, 32, 3, 3, generator=rng) / 8).to(DTYPES[dtype]))
-    params.add("b", torch.randn(1, 16, 1, 1, generator=rng).to(DTYPES[dtype]))
-    return Program(parse_ir(STRIDED.replace("xT>", f"x{dtype}>"), "strided"), params)
+    """A strided 3x3 convolution + bias + ReLU on 32 channels between channels-last
+    neighbours: K steps of 16 or 32 lie in one tap, of 64 span two."""
+    return windowed_conv(2, 7, 32, 16, dtype, rng, stride=2)
 
 
 def _conv(program: Program) -> tcp.Conv2dOp:
