@@ -46,12 +46,13 @@ def unframe(entry: bytes) -> bytes | None:
 
 def environment(device: Any = None) -> dict[str, Any]:
     """What every cached build or measurement depends on besides its own input: the
-    dnnc version and the libraries' (torch, Triton, the cuDNN frontend and library);
+    dnnc version and its code (``version.source_digest``), the libraries' versions
+    (torch, Triton, the cuDNN frontend and library);
     with ``device`` (a CUDA device or its index), that GPU's name and compute
     capability. One definition, so no cache forgets a version another one keys by."""
-    from dnnc.version import __version__, library_versions
+    from dnnc.version import __version__, library_versions, source_digest
 
-    found: dict[str, Any] = {"dnnc": __version__, "versions": library_versions()}
+    found: dict[str, Any] = {"dnnc": __version__, "source": source_digest(), "versions": library_versions()}
     if device is not None:
         import torch
 

@@ -95,3 +95,23 @@ def test_every_cache_keys_by_one_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert set(cache.environment()) <= set(before)
     monkeypatch.setattr(version, "library_versions", lambda: {**version._installed(), "triton": "99.0"})
     assert timing_environment() != before
+
+
+def test_caches_key_by_the_code_not_only_its_version(tmp_path: Path) -> None:
+    """Two trees of the package that differ in one file (the same version string) key
+    every cache apart; compiled bytecode does not count, and the same tree gives the same
+    digest."""
+    from dnnc import cache, version
+
+    for tree in ("a", "b"):
+        (tmp_path / tree / "backends").mkdir(parents=True)
+        (tmp_path / tree / "backends" / "kernels.py").write_text("BLOCK = 64\n")
+        (tmp_path / tree / "specs.toml").write_text("schema = 1\n")
+    (tmp_path / "b" / "backends" / "kernels.py").write_text("BLOCK = 128\n")
+    (tmp_path / "a" / "__pycache__").mkdir()
+    (tmp_path / "a" / "__pycache__" / "kernels.cpython-312.pyc").write_bytes(b"\0")
+    a, b = version.source_digest(tmp_path / "a"), version.source_digest(tmp_path / "b")
+    assert a != b
+    (tmp_path / "b" / "backends" / "kernels.py").write_text("BLOCK = 64\n")
+    assert version.source_digest.__wrapped__(tmp_path / "b") == a
+    assert cache.environment()["source"] == version.source_digest() != a

@@ -33,7 +33,7 @@ from dnnc.ir.program import Program
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate
 from dnnc.partition.extract import extract
-from dnnc.version import __version__
+from dnnc.version import __version__, source_digest
 
 log = logging.getLogger("dnnc.partition")
 
@@ -110,7 +110,8 @@ _LOWERS = ContentCache("lowers-alone")
 
 
 def lowering_key(candidate: Candidate, text: str) -> str:
-    return content_key({"dnnc": __version__, "backend": candidate.backend, "kind": candidate.kind, "text": text})
+    code = {"dnnc": __version__, "source": source_digest()}
+    return content_key({**code, "backend": candidate.backend, "kind": candidate.kind, "text": text})
 
 
 def known_to_lower(candidate: Candidate, text: str) -> bool:
