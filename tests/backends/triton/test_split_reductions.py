@@ -54,7 +54,11 @@ def _short_rows(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_a_split_reduction_keeps_its_values(name: str, dtype: str, rng: torch.Generator) -> None:
     program = _program(REDUCTIONS[name], dtype)
-    x = torch.randn(4, 128, 160, generator=rng).to(DTYPES[dtype])
+    # Centred on 0.25: a sum of 81920 values centred on 0 lands within a few units of 0
+    # for about one seed in 200, where the rounding of two summation orders exceeds
+    # float32's relative tolerance though both are right; this one is near 20480, inside
+    # float16's range.
+    x = (torch.randn(4, 128, 160, generator=rng) * 0.5 + 0.25).to(DTYPES[dtype])
     expected = ReferenceExecutor(program).run([x])
     run_passes(program, parse_passes("split-reductions"))
     assert len(_reductions(program)) == 2, program.text()
