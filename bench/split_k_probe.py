@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gpu_timing import environment
 from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import TritonFuse
-from dnnc.backends.triton.configs import Config, _tile, candidates
+from dnnc.backends.triton.configs import Config, _tile, _unique, candidates
 from dnnc.backends.triton.conv_weights import TritonConvWeights
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.launch import TritonKernel, capability_of
@@ -117,10 +117,8 @@ def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Co
     rows = []
     m, n, k, _ = product_sizes(info.anchor)
     offered = candidates(info, capability_of(device))
-    more = [
-        c for c in (_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)) for c in extra)
-    ]
-    for config in offered + [c for i, c in enumerate(more) if c not in offered and c not in more[:i]]:
+    more = [_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)) for c in extra]
+    for config in _unique(offered + more):
         out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])), device=device)
         try:
             kernel = TritonKernel(generate(group, config, info=info), device, capability_of(device), config)

@@ -50,9 +50,9 @@ def environment(device: Any = None) -> dict[str, Any]:
     (torch, Triton, the cuDNN frontend and library);
     with ``device`` (a CUDA device or its index), that GPU's name and compute
     capability. One definition, so no cache forgets a version another one keys by."""
-    from dnnc.version import __version__, library_versions, source_digest
+    from dnnc.version import code_identity, library_versions
 
-    found: dict[str, Any] = {"dnnc": __version__, "source": source_digest(), "versions": library_versions()}
+    found: dict[str, Any] = {**code_identity(), "versions": library_versions()}
     if device is not None:
         import torch
 

@@ -26,6 +26,11 @@ def source_digest(root: Path = PACKAGE) -> str:
     return digest.hexdigest()[:32]
 
 
+def code_identity() -> dict[str, str]:
+    """The version and the code's digest: what a cache of dnnc's own results keys by."""
+    return {"dnnc": __version__, "source": source_digest()}
+
+
 def library_versions() -> dict[str, str | None]:
     """torch, Triton, the cuDNN frontend and the cuDNN library (as torch reports it,
     e.g. ``"91900"``); None for what is not installed. Artifacts record these, and

@@ -33,7 +33,7 @@ from dnnc.ir.program import Program
 from dnnc.partition.backends import BACKENDS
 from dnnc.partition.candidates import Candidate
 from dnnc.partition.extract import extract
-from dnnc.version import __version__, source_digest
+from dnnc.version import code_identity
 
 log = logging.getLogger("dnnc.partition")
 
@@ -110,8 +110,7 @@ _LOWERS = ContentCache("lowers-alone")
 
 
 def lowering_key(candidate: Candidate, text: str) -> str:
-    code = {"dnnc": __version__, "source": source_digest()}
-    return content_key({**code, "backend": candidate.backend, "kind": candidate.kind, "text": text})
+    return content_key({**code_identity(), "backend": candidate.backend, "kind": candidate.kind, "text": text})
 
 
 def known_to_lower(candidate: Candidate, text: str) -> bool:

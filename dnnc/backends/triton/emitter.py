@@ -123,11 +123,13 @@ class KernelEmitter:
 
     def drop_if_unused(self, name: str) -> None:
         """Remove the line that assigns ``name`` when no other line reads it (a value
-        emitted in case it was needed)."""
+        emitted in case it was needed), and forget it: a later read of the same value
+        emits it again."""
         assign = re.compile(rf"^\s*{re.escape(name)} = ")
         read = re.compile(rf"\b{re.escape(name)}\b")
         if sum(1 for line in self.lines if read.search(line)) == 1:
             self.lines = [line for line in self.lines if not assign.match(line)]
+            self.memo = {key: var for key, var in self.memo.items() if var != name}
 
     def comment(self, text: str) -> None:
         self.line(f"# {text}")
