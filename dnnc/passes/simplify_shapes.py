@@ -13,6 +13,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
+from dnnc.ir.analysis import PINNED_ATTR
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type, shape_of, tensor_type
@@ -51,12 +52,14 @@ class ComposeReshapes(RewritePattern):
 
 
 class ComposeTransposes(RewritePattern):
-    """transpose(transpose(x, p), q) -> transpose(x, p[q])."""
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]), unless the outer one is pinned
+    (a Triton convolution reading a channels-last tensor in its kernel,
+    ``triton-channels-last``)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tcp.TransposeOp, rewriter: PatternRewriter) -> None:
         inner = op.input.owner
-        if isinstance(inner, tcp.TransposeOp):
+        if isinstance(inner, tcp.TransposeOp) and PINNED_ATTR not in op.attributes:
             p, q = ints(inner.permutation), ints(op.permutation)
             rewriter.replace(op, tcp.TransposeOp.make([inner.input], {"permutation": i64_array([p[i] for i in q])}))
 

@@ -5,14 +5,15 @@ cuDNN's convolutions do.
 transposes between two of them cancel. A Triton convolution between them read its
 NHWC input as index arithmetic but stored NCHW: the next cuDNN convolution then needed
 a transpose kernel of its own, and a residual stream through Triton convolutions stayed
-NCHW beside its NHWC copy. This pass follows each partitioned 1x1 convolution (stride
-1, no padding: a GEMM over pixels, as fast reading and writing NHWC as NCHW) with a
+NCHW beside its NHWC copy. This pass follows each partitioned 1x1 convolution (no padding:
+a GEMM over its output pixels, as fast writing NHWC as NCHW) with a
 transpose to NHWC inside its kernel (the same ``dnnc.part``, pinned there so that
 ``sink-transposes`` does not move it down the epilogue too) and one back to NCHW
 outside it. ``sink-transposes`` moves the one back below the epilogue (bias, residual
 add, activation), where a neighbour that wants NHWC cancels it (``simplify-shapes``);
 a neighbour that wants NCHW takes it into its kernel or this one as index arithmetic,
-so no kernel is added either way.
+so no kernel is added either way. Where the convolution's input is also transposed to
+NHWC for a cuDNN neighbour, it reads that tensor (``_read_channels_last``).
 """
 
 from __future__ import annotations
@@ -29,20 +30,56 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_pixelwise_conv
-from dnnc.ir.attrs import i64_array, scalar
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC
+from dnnc.ir.attrs import i64_array, ints, scalar
 from dnnc.ir.types import shape_of
 
 
 def hands_channels_last(op: Operation) -> bool:
-    """A partitioned 1x1 ungrouped convolution with a used result of more than one pixel
-    per image: on one pixel (a squeeze-excite FC) both layouts are one, and the
-    transposes would become reshapes the kernel cannot end in."""
+    """A partitioned 1x1 unpadded ungrouped convolution (strided or not: its rows are its
+    output pixels either way) with a used result of more than one pixel per image: on one
+    pixel (a squeeze-excite FC) both layouts are one, and the transposes would become
+    reshapes the kernel cannot end in."""
     if not isinstance(op, tcp.Conv2dOp) or PART_ATTR not in op.attributes:
         return False
-    if not is_pixelwise_conv(op) or scalar(op.groups) != 1 or not op.result.uses:
+    if not _one_by_one(op) or scalar(op.groups) != 1 or not op.result.uses:
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
+
+
+def _one_by_one(op: tcp.Conv2dOp) -> bool:
+    return tuple(shape_of(op.weight)[2:]) == (1, 1) and not any(ints(op.padding))
+
+
+def _read_channels_last(conv: tcp.Conv2dOp) -> None:
+    """Where the convolution's NCHW input is also transposed to NHWC for another reader (a
+    cuDNN convolution beside it), it reads that NHWC tensor instead, through a transpose
+    back pinned in its kernel: its producer (a pooling, say) then stores one layout, not
+    NCHW for this kernel and a transpose kernel's NHWC copy for the other."""
+    source = conv.input
+    nhwc = next(
+        (
+            u.operation
+            for u in source.uses
+            if isinstance(u.operation, tcp.TransposeOp)
+            and tuple(ints(u.operation.permutation)) == TO_NHWC
+            and PINNED_ATTR not in u.operation.attributes
+            and u.operation.parent_block() is conv.parent_block()
+        ),
+        None,
+    )
+    if nhwc is None or isinstance(source.owner, tcp.TransposeOp):
+        return
+    block = conv.parent_block()
+    assert block is not None
+    if block.get_operation_index(nhwc) > block.get_operation_index(conv):  # it reads ``source``, defined before
+        nhwc.detach()
+        Rewriter.insert_op(nhwc, InsertPoint.before(conv))
+    back = tcp.TransposeOp.make([nhwc.results[0]], {"permutation": i64_array(TO_NCHW)})
+    back.attributes[PART_ATTR] = conv.attributes[PART_ATTR]
+    back.attributes[PINNED_ATTR] = UnitAttr()
+    Rewriter.insert_op(back, InsertPoint.before(conv))
+    conv.operands[0] = back.result
 
 
 @dataclass(frozen=True)
@@ -52,6 +89,7 @@ class TritonChannelsLast(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for conv in [o for o in op.walk() if hands_channels_last(o)]:
             assert isinstance(conv, tcp.Conv2dOp)
+            _read_channels_last(conv)
             to_nhwc = tcp.TransposeOp.make([conv.result], {"permutation": i64_array(TO_NHWC)})
             to_nhwc.attributes[PART_ATTR] = conv.attributes[PART_ATTR]
             to_nhwc.attributes[PINNED_ATTR] = UnitAttr()

@@ -286,8 +286,11 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
     if is_channelwise(op):
         nb, o, ho, wo = shape_of(op.results[0])
         return channelwise(nb * ho * wo, o)
-    with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
     m, n, k, batch = product_sizes(op)
+    if info.summed is not None:  # pointer tiles, K whole: blocks that fit the shorter K
+        k = min(k, product_sizes(info.summed)[2])
+        return [c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c]
+    with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
     return product(m, n, k, with_tma, batch)
 
 

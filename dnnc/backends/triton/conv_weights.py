@@ -2,7 +2,7 @@
 reads its weight channels-last too.
 
 Such a convolution's K runs over (kh, kw, input channel), channels fastest, so a K tile
-reads the NHWC input along its contiguous axis (``kernels._conv_geometry``). Its weight,
+reads the NHWC input along its contiguous axis (``kernels._conv_operands``). Its weight,
 stored OIHW, then has its channels 9 elements apart for a 3x3 window: every 2-byte value
 of a weight tile was its own 32-byte sector. At batch 1 the weight is the larger operand
 by far (ResNet-50's stage-4 3x3 convolution: 4.7 MB of weight, 50 KB of input), and the

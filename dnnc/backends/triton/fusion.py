@@ -6,7 +6,9 @@ absorbs the groups of its operands' producers when the union is still one kernel
 (``_legal``):
 
 * at most one anchor (reduction, softmax, a norm, scan, selection, pooling, matmul,
-  conv2d, attention); nothing after a top-k, whose outputs are its own results;
+  conv2d, attention); nothing after a top-k, whose outputs are its own results; or two
+  convolutions summed (``ops.summed_products``), neither feeding the other, every
+  output computed from both;
 * after the anchor only elementwise ops (the epilogue runs on the anchor's result in
   registers, at the positions it was computed at); after a pooling anchor also layout
   ops (``LAYOUT_OPS``: transpose, reshape, slice, pad), since a pooled element is
@@ -20,6 +22,15 @@ absorbs the groups of its operands' producers when the union is still one kernel
   group with layout ops after the anchor has outputs of one shape, all computed from
   the anchor;
 * no cycle through an op outside the group.
+
+A transpose back to NCHW of a runtime tensor that two or more convolutions, and nothing
+else, read as their input is their prologue, never its producer's epilogue
+(``conv_prologue``): each convolution then reads the channels-last tensor along its
+channels, where in its producer's kernel the transpose would have that kernel store NCHW
+for all of them (a ResNet stage's first block: its reduction and its strided downsample
+read the previous block's output). ``triton-fuse`` gives each reader a copy of its own (a
+transpose in a kernel is index arithmetic; one shared by two kernels would be a kernel of
+its own).
 
 Only tcp ops directly in a function body are considered: ops already in an
 ``isolated_group`` or any other region, and non-tcp ops (``cudnn.graph``), are left
@@ -53,9 +64,11 @@ from dnnc.backends.triton.ops import (
     is_anchor,
     is_channelwise,
     kind_of,
+    summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import is_output_view
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, is_output_view
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import numel, shape_of
 
 CLONED = (tcp.ConstantOp, tcp.IotaOp)
@@ -90,7 +103,7 @@ def part_of(op: Operation) -> int | None:
 def fusion_groups(block: Block, products: bool = True, exclude: frozenset[Operation] = frozenset()) -> list[set[Operation]]:
     """The groups ``triton-fuse`` would form in ``block`` if the ops in ``exclude``
     were taken by another backend (the partitioner's Triton candidates)."""
-    return _Fuser(block, products, exclude).run()
+    return _Fuser(block, products, exclude, frozenset(op for op in block.ops if conv_prologue(op))).run()
 
 
 def _candidate(op: Operation, products: bool) -> bool:
@@ -109,8 +122,16 @@ def _top(op: Operation, block: Block) -> Operation | None:
 
 
 class _Fuser:
-    def __init__(self, block: Block, products: bool, exclude: frozenset[Operation] = frozenset()):
+    def __init__(
+        self,
+        block: Block,
+        products: bool,
+        exclude: frozenset[Operation] = frozenset(),
+        prologues: frozenset[Operation] = frozenset(),
+    ):
         self.block = block
+        self.prologues = prologues
+        """``conv_prologue`` transposes (and their copies): their readers take them in."""
         self.order = {op: i for i, op in enumerate(block.ops)}
         self.products = products
         self.exclude = exclude
@@ -138,6 +159,8 @@ class _Fuser:
                 continue
             self.groups[gid] = {op}
             self.group_of[op] = gid
+            if op in self.prologues:
+                continue  # its reader takes it in
             for operand in op.operands:
                 producer = operand.owner
                 if not isinstance(producer, Operation) or producer not in self.group_of:
@@ -162,14 +185,21 @@ class _Fuser:
         return out
 
     def _legal(self, ops: set[Operation]) -> bool:
-        anchors = [op for op in ops if is_anchor(op)]
-        if len(anchors) > 1 or len({part_of(op) for op in ops} - {None}) > 1 or self._cycle(ops):
+        anchors = sorted((op for op in ops if is_anchor(op)), key=self.order.__getitem__)
+        if len(anchors) > 1 and not summed_products(anchors):
+            return False
+        if len({part_of(op) for op in ops} - {None}) > 1 or self._cycle(ops):
             return False
         outputs = self._outputs(ops)
         if not anchors:
             return len({numel(r) for r in outputs}) <= 1
         anchor = anchors[0]
         after = self._after(anchor, ops)
+        if len(anchors) == 2:
+            also = self._after(anchors[1], ops)
+            if anchors[1] in after or anchor in also or any(r.owner not in after or r.owner not in also for r in outputs):
+                return False
+            after |= also
         if isinstance(anchor, SELECT_ANCHORS):
             return not after and all(r.owner is anchor for r in outputs)
         follow = _may_follow(anchor)
@@ -212,6 +242,35 @@ class _Fuser:
                     return True
                 stack.append(user)
         return False
+
+
+def conv_prologue(op: Operation) -> bool:
+    """A transpose of a runtime NHWC tensor back to NCHW that two or more ungrouped
+    convolutions, and nothing else, read as their input: their prologue
+    (``ops.reads_channels_last``). One read by a single convolution joins its producer's
+    kernel or the convolution's, whichever the program order offers first, as before."""
+    if not isinstance(op, tcp.TransposeOp) or PINNED_ATTR in op.attributes or tuple(ints(op.permutation)) != TO_NCHW:
+        return False
+    uses = list(op.result.uses)
+    return len(uses) > 1 and all(
+        isinstance(u.operation, tcp.Conv2dOp) and u.index == 0 and int(scalar(u.operation.groups)) == 1 for u in uses
+    )
+
+
+def _copy_conv_prologues(block: Block) -> frozenset[Operation]:
+    """Each reader of a ``conv_prologue`` transpose gets a copy of its own, which fuses
+    into its kernel; returns the transposes and their copies."""
+    found = []
+    for op in list(block.ops):
+        if not conv_prologue(op):
+            continue
+        found.append(op)
+        for use in list(op.result.uses)[1:]:
+            copy = op.clone()
+            block.insert_op_after(copy, op)
+            use.operation.operands[use.index] = copy.results[0]
+            found.append(copy)
+    return frozenset(found)
 
 
 def _may_follow(anchor: Operation) -> tuple[type, ...]:
@@ -261,8 +320,9 @@ def _build_group(ops: list[Operation], block: Block) -> tuple[tcp.IsolatedGroupO
 
 
 def _fuse_block(block: Block, products: bool) -> None:
+    prologues = _copy_conv_prologues(block)
     order = {op: i for i, op in enumerate(block.ops)}
-    groups = [sorted(g, key=order.__getitem__) for g in _Fuser(block, products).run()]
+    groups = [sorted(g, key=order.__getitem__) for g in _Fuser(block, products, prologues=prologues).run()]
     if not groups:
         return
     built = []

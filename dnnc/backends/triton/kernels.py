@@ -27,6 +27,8 @@ epilogues (elementwise ops after it) fuse by construction:
   the epilogue permute the positions stored at (``skeleton.store_outputs``). With
   ``SPLIT_K`` a program owns a slice of K for its tile instead, and the tile's last
   program to finish adds the partials up and runs the epilogue (``_split_k_partial``).
+  Two summed convolutions (``ops.summed_products``) run a K loop each over the tile,
+  into one accumulator where only bias adds lie between them and their sum.
 * ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
   loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
   max and sum in float32, the accumulator rescaled as the max grows), so the scores
@@ -157,6 +159,8 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     split = config.get("SPLIT_K", 1)
     if split > 1 and config.get("TMA"):
         raise CodegenError(f"{op.name}: a split-K product loads its tiles through pointers, not TMA")
+    if info.summed is not None and (split > 1 or config.get("TMA")):
+        raise CodegenError(f"{op.name}: two summed convolutions load their tiles through pointers and loop over K whole")
     tma_operands = None
     if config.get("TMA"):
         tma_operands = tma.operands(op, info.group)
@@ -187,7 +191,8 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     em.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
     em.line("rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
     if isinstance(op, tcp.Conv2dOp):
-        a_at, b_at, out_dims = _conv_geometry(op, em)
+        out_dims = _conv_rows(op, em)
+        a_at, b_at = _conv_operands(op, em)
     else:
         lhs, rhs = shape_of(op.lhs), shape_of(op.rhs)
         lead = ["pid_b"] if len(lhs) == 3 else []
@@ -215,6 +220,9 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
         if upcast:
             a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
         em.line(f"acc += tl.dot({a}, {b}{precision})")
+    one_accumulator = info.summed is not None and _one_accumulator(info)
+    if info.summed is not None:
+        _summed_loop(em, info.summed, elem, precision, upcast, "acc" if one_accumulator else "acc_summed")
     scratch: tuple[tuple[str, str, int], ...] = ()
     with contextlib.ExitStack() as last_slice:
         if split > 1:
@@ -224,6 +232,8 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
         em.line(f"cmask = (rm < {m}) & (rn < {n})")
         out_ix = Index(out_shape, dims=tuple(out_dims))
         em.anchors[op.results[0]] = (out_ix, "acc")
+        if info.summed is not None:  # in ``acc`` already where it shares it
+            em.anchors[info.summed.results[0]] = (out_ix, "0.0" if one_accumulator else "acc_summed")
         em.tile = "(BLOCK_M, BLOCK_N)"
         tile_store = None
         if tma_operands is not None:
@@ -395,35 +405,41 @@ def _tma_epilogue(
     return store
 
 
-def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Callable, tuple[str, ...]]:
+def _conv_rows(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[str, ...]:
     """Implicit GEMM: rows are output pixels (n, ho, wo), columns output channels of
-    one group (``pid_b``), K runs over (input channel of the group, kh, kw).
+    one group (``pid_b``); returns the output's position names.
 
     The row's (n, ho, wo) are split from ``rm`` and (ho, wo) from ``p_i`` (its pixel in
     the image), so an offset where they meet in row-major order is ``rm`` or ``p_i``
     again (``KernelEmitter.splits``): Triton then sees rows contiguous in an NCHW tensor
-    and in an NHWC one, and vectorizes those loads and stores. A pixelwise convolution
+    and in an NHWC one, and vectorizes those loads and stores."""
+    nb, o, ho, wo = shape_of(op.results[0])
+    em.line(f"n_i = rm // {ho * wo}")
+    em.line(f"p_i = rm % {ho * wo}")
+    em.line(f"ho_i = p_i // {wo}")
+    em.line(f"wo_i = p_i % {wo}")
+    em.line(f"o_i = pid_b * {o // scalar(op.groups)} + rn")
+    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
+    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
+    return ("n_i", "o_i", "ho_i", "wo_i")
+
+
+def _conv_operands(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Callable]:
+    """Where an output tile's K step reads the input and the weight (``_conv_rows``' names):
+    K runs over (input channel of the group, kh, kw). A pixelwise convolution
     (``analysis.is_pixelwise_conv``) reads its input at the output's pixel, with no bounds
-    test: it is a GEMM over those contiguous rows. K runs over (kh, kw, channel) instead
+    test: it is a GEMM over contiguous rows; a strided 1x1 one (a ResNet downsample) at
+    the pixel its stride puts it on, with none either. K runs over (kh, kw, channel) instead
     where the input is channels-last (``ops.reads_channels_last``): a 3x3 convolution of
     ResNet-50 at batch 128 read its NHWC input across channels 9 apart and ran 1.27 ms
     against 0.37 reading NCHW (H200)."""
     nb, c, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
-    _, _, ho, wo = shape_of(op.results[0])
-    groups = scalar(op.groups)
-    og = o // groups
     sh, sw = ints(op.stride)
     top, _, left, _ = ints(op.padding)
     dh, dw = ints(op.dilation)
     pixelwise = is_pixelwise_conv(op)
-    em.line(f"n_i = rm // {ho * wo}")
-    em.line(f"p_i = rm % {ho * wo}")
-    em.line(f"ho_i = p_i // {wo}")
-    em.line(f"wo_i = p_i % {wo}")
-    em.line(f"o_i = pid_b * {og} + rn")
-    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
-    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
+    subsampling = (kh, kw) == (1, 1) and not any(ints(op.padding))
 
     channels_inner = reads_channels_last(op)
 
@@ -439,6 +455,8 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Calla
         ci = em.let(f"pid_b * {cg} + {channel}", "ci")
         if pixelwise:
             return Index((nb, c, h, w), dims=("n_i", ci, "ho_i", "wo_i")), ""
+        if subsampling:  # a strided 1x1 window: every tap inside, none to compute
+            return Index((nb, c, h, w), dims=("n_i", ci, f"ho_i * {sh}", f"wo_i * {sw}")), ""
         hi = em.let(f"ho_i * {sh} - {top} + ({row}) * {dh}", "hi")
         wi = em.let(f"wo_i * {sw} - {left} + ({col}) * {dw}", "wi")
         inside = em.let(f"({hi} >= 0) & ({hi} < {h}) & ({wi} >= 0) & ({wi} < {w})", "inb")
@@ -451,7 +469,50 @@ def _conv_geometry(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Calla
         kwi = em.let(col, "kwi")
         return Index((o, cg, kh, kw), dims=("o_i", kc, khi, kwi))
 
-    return a_at, b_at, ("n_i", "o_i", "ho_i", "wo_i")
+    return a_at, b_at
+
+
+def _summed_loop(em: KernelEmitter, conv: tcp.Conv2dOp, elem: str, precision: str, upcast: bool, acc: str) -> None:
+    """The second of two summed convolutions (``ops.summed_products``): its own K loop
+    over the anchor's output tile, into ``acc`` (the anchor's, or ``acc_summed``, which
+    the epilogue reads as its result)."""
+    a_at, b_at = _conv_operands(conv, em)
+    m, n, k, _ = product_sizes(conv)
+    if acc != "acc":
+        em.line(f"{acc} = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)")
+    with em.block(f"for k0 in range(0, {k}, BLOCK_K):"):
+        a, b = _pointer_operand_tiles(em, conv, (m, n, k), elem, a_at, b_at)
+        if upcast:
+            a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
+        em.line(f"{acc} += tl.dot({a}, {b}{precision})")
+
+
+def _one_accumulator(info: GroupInfo) -> bool:
+    """Whether two summed convolutions can share one accumulator: each result reaches the
+    add that joins them through transposes and adds of values neither depends on (a
+    bias), the same transposes both ways, every value on the way read once. The epilogue
+    then reads the anchor's accumulator, which holds both products, and a zero for the
+    other (``acc + b1 + 0.0 + b2``): one float32 tile in registers where two would be."""
+    assert info.anchor is not None and info.summed is not None
+    ends = []
+    for product, other in ((info.anchor, info.summed), (info.summed, info.anchor)):
+        v, moves = product.results[0], []
+        while True:
+            uses = list(v.uses)
+            if len(uses) != 1:
+                return False
+            user = uses[0].operation
+            if isinstance(user, tcp.TransposeOp):
+                moves.append(tuple(ints(user.permutation)))
+            elif not isinstance(user, tcp.AddOp) or user.operands[0] is user.operands[1]:
+                return False
+            else:
+                rest = user.operands[1] if user.operands[0] is v else user.operands[0]
+                if info.depends_on(rest, other):
+                    ends.append((user, moves))
+                    break
+            v = user.results[0]
+    return ends[0][0] is ends[1][0] and ends[0][1] == ends[1][1]
 
 
 def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:

@@ -261,9 +261,11 @@ def configs_to_time(group: tcp.IsolatedGroupOp, info: GroupInfo, device: torch.d
 def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[dict[str, int]]:
     """The configs to try: the one a tuning spec put on an op of the group (over
     ``configs.merge_base``, so every key the kind needs is there and a spec's record
-    means what it meant where it was tuned), else the heuristics' for ``sm_<capability>``."""
+    means what it meant where it was tuned), else the heuristics' for ``sm_<capability>``.
+    A kernel of two summed convolutions takes the heuristics' too: a record is tuned for a
+    convolution alone, and may name TMA tiles or a split K that such a kernel has not."""
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
-    if not chosen:
+    if not chosen or info.summed is not None:
         return candidates(info, capability)
     base = merge_base(info)
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]

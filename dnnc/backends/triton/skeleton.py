@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.emitter import POINTER_TYPES, CodegenError, Index, KernelEmitter, storage_type, yielded
-from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of
+from dnnc.backends.triton.ops import INDEX_OPS, is_anchor, kind_of, summed_products
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.text import print_ir
@@ -67,6 +67,9 @@ class GroupInfo:
     anchor: Operation | None
     outputs: list[SSAValue]
     kind: str
+    summed: Operation | None = None
+    """A second convolution the kernel computes over the anchor's output tile, its result
+    joined with the anchor's in the epilogue (``ops.summed_products``)."""
     _text: str | None = field(default=None, repr=False, compare=False)
 
     def text(self) -> str:
@@ -85,20 +88,25 @@ class GroupInfo:
             if not (is_anchor(op) or isinstance(op, INDEX_OPS)):
                 raise CodegenError(f"{op.name} has no Triton kernel kind (group at {describe(op.results[0].type)})")
         anchors = [op for op in ops if is_anchor(op)]
-        if len(anchors) > 1:
+        if len(anchors) > 1 and not summed_products(anchors):
             names = ", ".join(op.name for op in anchors)
-            raise CodegenError(f"a Triton group holds at most one reduction, normalization, pooling or product; got {names}")
+            raise CodegenError(
+                "a Triton group holds at most one reduction, normalization, pooling or product, "
+                f"or two convolutions of one result type summed; got {names}"
+            )
         anchor = anchors[0] if anchors else None
         outputs = yielded(block)
-        return cls(group, ops, anchor, outputs, kind_of(ops, outputs))
+        return cls(group, ops, anchor, outputs, kind_of(ops, outputs), anchors[1] if len(anchors) == 2 else None)
 
     def inside(self, op: Operation) -> bool:
         """Whether ``op`` is computed in the kernel (else its result is read from memory)."""
         return op.parent_block() is self.group.body.block
 
     def depends_on_anchor(self, v: SSAValue) -> bool:
-        if self.anchor is None:
-            return False
+        return self.anchor is not None and self.depends_on(v, self.anchor)
+
+    def depends_on(self, v: SSAValue, source: Operation) -> bool:
+        """Whether ``v`` is computed from ``source``'s result."""
         seen: set[SSAValue] = set()
         stack = [v]
         while stack:
@@ -106,7 +114,7 @@ class GroupInfo:
             if x in seen:
                 continue
             seen.add(x)
-            if x.owner is self.anchor:
+            if x.owner is source:
                 return True
             if isinstance(x.owner, Operation):
                 stack.extend(x.owner.operands)

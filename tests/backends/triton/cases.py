@@ -281,6 +281,69 @@ CASES = [
 }""",
     ),
     Case(
+        # A ResNet block that changes its width: its 1x1 expansion and the strided 1x1
+        # downsample of its input, each with its bias, summed and rectified: one kernel,
+        # a K loop per convolution over one output tile
+        "summed_convolutions",
+        ("conv2d",),
+        """func.func @forward(%y: tensor<2x6x5x5xT>, %x: tensor<2x5x9x9xT>, %w1: tensor<7x6x1x1xT>, %w2: tensor<7x5x1x1xT>, %b1: tensor<1x7x1x1xT>, %b2: tensor<1x7x1x1xT>) -> tensor<2x7x5x5xT> {
+  %c1 = tcp.conv2d %y, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xT>, tensor<7x6x1x1xT>) -> tensor<2x7x5x5xT>
+  %bb1 = tcp.broadcast %b1 : tensor<1x7x1x1xT> to tensor<2x7x5x5xT>
+  %a1 = tcp.add %c1, %bb1 : tensor<2x7x5x5xT>
+  %c2 = tcp.conv2d %x, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x9x9xT>, tensor<7x5x1x1xT>) -> tensor<2x7x5x5xT>
+  %bb2 = tcp.broadcast %b2 : tensor<1x7x1x1xT> to tensor<2x7x5x5xT>
+  %a2 = tcp.add %c2, %bb2 : tensor<2x7x5x5xT>
+  %s = tcp.add %a1, %a2 : tensor<2x7x5x5xT>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<2x7x5x5xT>
+  func.return %r : tensor<2x7x5x5xT>
+}""",
+    ),
+    Case(
+        # The block as it runs between channels-last kernels: both 1x1 convolutions (the
+        # downsample strided, reading its NHWC input along its channels) hand their
+        # results channels-last, each plus its bias, the sum rectified and stored NHWC
+        "summed_convolutions_handed_channels_last",
+        ("conv2d",),
+        """func.func @forward(%y: tensor<2x5x5x6xT>, %x: tensor<2x9x9x12xT>, %w1: tensor<7x6x1x1xT>, %w2: tensor<7x12x1x1xT>, %b1: tensor<1x1x1x7xT>, %b2: tensor<1x1x1x7xT>) -> tensor<2x5x5x7xT> {
+  %yt = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xT> -> tensor<2x6x5x5xT>
+  %c1 = tcp.conv2d %yt, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xT>, tensor<7x6x1x1xT>) -> tensor<2x7x5x5xT>
+  %t1 = tcp.transpose %c1 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x7x5x5xT> -> tensor<2x5x5x7xT>
+  %bb1 = tcp.broadcast %b1 : tensor<1x1x1x7xT> to tensor<2x5x5x7xT>
+  %a1 = tcp.add %t1, %bb1 : tensor<2x5x5x7xT>
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x9x9x12xT> -> tensor<2x12x9x9xT>
+  %c2 = tcp.conv2d %xt, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x12x9x9xT>, tensor<7x12x1x1xT>) -> tensor<2x7x5x5xT>
+  %t2 = tcp.transpose %c2 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x7x5x5xT> -> tensor<2x5x5x7xT>
+  %bb2 = tcp.broadcast %b2 : tensor<1x1x1x7xT> to tensor<2x5x5x7xT>
+  %a2 = tcp.add %t2, %bb2 : tensor<2x5x5x7xT>
+  %s = tcp.add %a1, %a2 : tensor<2x5x5x7xT>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<2x5x5x7xT>
+  func.return %r : tensor<2x5x5x7xT>
+}""",
+    ),
+    Case(
+        # Two summed convolutions as the channels-last passes leave them: a padded 3x3
+        # one rectified before the sum, a 1x1 one over an NHWC input, each result
+        # transposed to NHWC in the kernel, the sum stored NHWC; and a convolution whose
+        # result is also stored alone, which therefore gets a kernel of its own
+        "summed_convolutions_channels_last",
+        ("conv2d", "conv2d"),
+        """func.func @forward(%y: tensor<2x6x5x7xT>, %x: tensor<2x5x7x12xT>, %w1: tensor<9x6x3x3xT>, %w2: tensor<9x12x1x1xT>, %b1: tensor<1x1x1x9xT>, %w3: tensor<9x6x1x1xT>) -> (tensor<2x5x7x9xT>, tensor<2x9x5x7xT>) {
+  %c1 = tcp.conv2d %y, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x7xT>, tensor<9x6x3x3xT>) -> tensor<2x9x5x7xT>
+  %t1 = tcp.transpose %c1 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x9x5x7xT> -> tensor<2x5x7x9xT>
+  %bb1 = tcp.broadcast %b1 : tensor<1x1x1x9xT> to tensor<2x5x7x9xT>
+  %a1 = tcp.add %t1, %bb1 : tensor<2x5x7x9xT>
+  %r1 = tcp.clamp %a1 {min = 0.0 : f64} : tensor<2x5x7x9xT>
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x7x12xT> -> tensor<2x12x5x7xT>
+  %c2 = tcp.conv2d %xt, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x12x5x7xT>, tensor<9x12x1x1xT>) -> tensor<2x9x5x7xT>
+  %t2 = tcp.transpose %c2 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x9x5x7xT> -> tensor<2x5x7x9xT>
+  %s = tcp.add %r1, %t2 : tensor<2x5x7x9xT>
+  %c3 = tcp.conv2d %y, %w3 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x7xT>, tensor<9x6x1x1xT>) -> tensor<2x9x5x7xT>
+  %t3 = tcp.transpose %c3 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x9x5x7xT> -> tensor<2x5x7x9xT>
+  %s3 = tcp.add %s, %t3 : tensor<2x5x7x9xT>
+  func.return %s3, %c3 : tensor<2x5x7x9xT>, tensor<2x9x5x7xT>
+}""",
+    ),
+    Case(
         # ResNet's residual 1x1 convolution between cuDNN ones (triton-channels-last):
         # its NHWC input is also the residual, added after the transpose its bias is
         # computed before, and the sum is stored NHWC

@@ -46,3 +46,24 @@ func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
   %s = tcp.sigmoid %c {dnnc.part = 1 : i64} : tensor<2x4x1x1xf16>
   func.return %s : tensor<2x4x1x1xf16>
 }
+
+// A strided 1x1 convolution (a downsample) hands its result channels-last too. Its input,
+// which a cuDNN neighbour reads through a transpose to NHWC placed after it, it reads
+// through that transpose (moved up before it) and one back pinned in its kernel;
+// simplify-shapes does not fold the pair, so its producer stores one layout.
+// CHECK-LABEL: func.func @downsample
+// CHECK:         %[[T:.*]] = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x6x6xf16> -> tensor<2x6x6x8xf16>
+// CHECK-NEXT:    %[[B:.*]] = tcp.transpose %[[T]] {dnnc.part = 5 : i64, dnnc.pinned, permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    %[[C:.*]] = tcp.conv2d %[[B]], %{{.*}} {dnnc.part = 5 : i64
+// CHECK-NEXT:    tcp.transpose %[[C]] {dnnc.part = 5 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x4x3x3xf16> -> tensor<2x3x3x4xf16>
+// SUNK-LABEL: func.func @downsample
+// SUNK:         %[[T:.*]] = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>}
+// SUNK-NEXT:    %[[B:.*]] = tcp.transpose %[[T]] {dnnc.part = 5 : i64, dnnc.pinned, permutation = array<i64: 0, 3, 1, 2>}
+// SUNK-NEXT:    tcp.conv2d %[[B]]
+// SUNK:         func.return {{.*}}, %[[T]]
+func.func @downsample(%x: tensor<2x8x6x6xf16>) -> (tensor<2x4x3x3xf16>, tensor<2x6x6x8xf16>) {
+  %w = tcp.param @w : tensor<4x8x1x1xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 5 : i64, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x6x6xf16>, tensor<4x8x1x1xf16>) -> tensor<2x4x3x3xf16>
+  %t = tcp.transpose %x {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x6x6xf16> -> tensor<2x6x6x8xf16>
+  func.return %c, %t : tensor<2x4x3x3xf16>, tensor<2x6x6x8xf16>
+}

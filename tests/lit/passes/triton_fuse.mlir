@@ -187,3 +187,84 @@ func.func @group_norm_to_channels_last(%x: tensor<2x4x3x45xf16>) -> tensor<2x5x9
   %t = tcp.transpose %r {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x12x5x9xf16> -> tensor<2x5x9x12xf16>
   func.return %t : tensor<2x5x9x12xf16>
 }
+
+// A block that changes its width: the expansion and the strided downsample, each with
+// its bias, summed and rectified, are one kernel (two convolutions of one result type).
+// CHECK-LABEL: func.func @summed_convolutions
+// CHECK:         %[[R:.*]] = tcp.isolated_group({{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK:           tcp.conv2d
+// CHECK:           tcp.conv2d
+// CHECK:           tcp.clamp
+// CHECK-NEXT:      tcp.yield
+// CHECK-NOT:     tcp.isolated_group
+// CHECK:         func.return %[[R]]
+func.func @summed_convolutions(%y: tensor<2x6x5x5xf16>, %x: tensor<2x5x9x9xf16>) -> tensor<2x7x5x5xf16> {
+  %w1 = tcp.param @w1 : tensor<7x6x1x1xf16>
+  %c1 = tcp.conv2d %y, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %b1 = tcp.param @b1 : tensor<1x7x1x1xf16>
+  %bb1 = tcp.broadcast %b1 : tensor<1x7x1x1xf16> to tensor<2x7x5x5xf16>
+  %a1 = tcp.add %c1, %bb1 : tensor<2x7x5x5xf16>
+  %w2 = tcp.param @w2 : tensor<7x5x1x1xf16>
+  %c2 = tcp.conv2d %x, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x9x9xf16>, tensor<7x5x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %s = tcp.add %a1, %c2 : tensor<2x7x5x5xf16>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<2x7x5x5xf16>
+  func.return %r : tensor<2x7x5x5xf16>
+}
+
+// Not when one convolution's result is also needed alone, nor for a depthwise one:
+// each such convolution keeps a kernel of its own.
+// CHECK-LABEL: func.func @convolutions_not_summed
+// CHECK:         %[[A:.*]] = tcp.isolated_group({{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK:           tcp.conv2d
+// CHECK-NOT:       tcp.conv2d
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group({{.*}}%[[A]]{{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK:           tcp.conv2d
+// CHECK-NOT:       tcp.conv2d
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group({{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK:           tcp.conv2d
+// CHECK-NOT:       tcp.conv2d
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group({{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK:           tcp.conv2d
+// CHECK-NOT:       tcp.conv2d
+// CHECK:           tcp.yield
+func.func @convolutions_not_summed(%y: tensor<2x6x5x5xf16>, %x: tensor<2x6x5x5xf16>) -> (tensor<2x7x5x5xf16>, tensor<2x7x5x5xf16>, tensor<2x6x5x5xf16>) {
+  %w1 = tcp.param @w1 : tensor<7x6x1x1xf16>
+  %c1 = tcp.conv2d %y, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %w2 = tcp.param @w2 : tensor<7x6x1x1xf16>
+  %c2 = tcp.conv2d %x, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %s = tcp.add %c1, %c2 : tensor<2x7x5x5xf16>
+  %dw = tcp.param @dw : tensor<6x1x3x3xf16>
+  %d = tcp.conv2d %x, %dw {stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 6 : i64} : (tensor<2x6x5x5xf16>, tensor<6x1x3x3xf16>) -> tensor<2x6x5x5xf16>
+  %w3 = tcp.param @w3 : tensor<6x6x1x1xf16>
+  %c3 = tcp.conv2d %y, %w3 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
+  %e = tcp.add %d, %c3 : tensor<2x6x5x5xf16>
+  func.return %s, %c1, %e : tensor<2x7x5x5xf16>, tensor<2x7x5x5xf16>, tensor<2x6x5x5xf16>
+}
+
+// A channels-last tensor brought back to NCHW for two convolutions only: each reads it
+// through a copy of the transpose in its own kernel, so the kernel producing it stores
+// it NHWC (the transpose is not its epilogue).
+// CHECK-LABEL: func.func @conv_prologues
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "pointwise"} : (tensor<2x5x5x6xf16>) -> tensor<2x5x5x6xf16>
+// CHECK-NOT:       tcp.transpose
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group(%[[P]], {{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose
+// CHECK-NEXT:      tcp.conv2d
+// CHECK:         tcp.isolated_group(%[[P]], {{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose
+// CHECK-NEXT:      tcp.conv2d
+func.func @conv_prologues(%x: tensor<2x5x5x6xf16>) -> (tensor<2x7x5x5xf16>, tensor<2x7x3x3xf16>) {
+  %r = tcp.clamp %x {min = 0.0 : f64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %w1 = tcp.param @w1 : tensor<7x6x1x1xf16>
+  %c1 = tcp.conv2d %t, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %w2 = tcp.param @w2 : tensor<7x6x1x1xf16>
+  %c2 = tcp.conv2d %t, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x3x3xf16>
+  func.return %c1, %c2 : tensor<2x7x5x5xf16>, tensor<2x7x3x3xf16>
+}
