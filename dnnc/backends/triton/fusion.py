@@ -259,11 +259,13 @@ def conv_prologue(op: Operation) -> bool:
 
 def _copy_conv_prologues(block: Block) -> frozenset[Operation]:
     """Each reader of a ``conv_prologue`` transpose gets a copy of its own, which fuses
-    into its kernel; returns the transposes and their copies."""
+    into its kernel whatever part the partitioner gave the transpose (the mark is dropped);
+    returns the transposes and their copies."""
     found = []
     for op in list(block.ops):
         if not conv_prologue(op):
             continue
+        op.attributes.pop(PART_ATTR, None)
         found.append(op)
         for use in list(op.result.uses)[1:]:
             copy = op.clone()

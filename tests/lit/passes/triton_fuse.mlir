@@ -246,7 +246,8 @@ func.func @convolutions_not_summed(%y: tensor<2x6x5x5xf16>, %x: tensor<2x6x5x5xf
 
 // A channels-last tensor brought back to NCHW for two convolutions only: each reads it
 // through a copy of the transpose in its own kernel, so the kernel producing it stores
-// it NHWC (the transpose is not its epilogue).
+// it NHWC (the transpose is not its epilogue), whichever part the partitioner gave the
+// transpose.
 // CHECK-LABEL: func.func @conv_prologues
 // CHECK:         %[[P:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "pointwise"} : (tensor<2x5x5x6xf16>) -> tensor<2x5x5x6xf16>
 // CHECK-NOT:       tcp.transpose
@@ -261,10 +262,10 @@ func.func @convolutions_not_summed(%y: tensor<2x6x5x5xf16>, %x: tensor<2x6x5x5xf
 // CHECK-NEXT:      tcp.conv2d
 func.func @conv_prologues(%x: tensor<2x5x5x6xf16>) -> (tensor<2x7x5x5xf16>, tensor<2x7x3x3xf16>) {
   %r = tcp.clamp %x {min = 0.0 : f64} : tensor<2x5x5x6xf16>
-  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %t = tcp.transpose %r {dnnc.part = 1 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
   %w1 = tcp.param @w1 : tensor<7x6x1x1xf16>
-  %c1 = tcp.conv2d %t, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  %c1 = tcp.conv2d %t, %w1 {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
   %w2 = tcp.param @w2 : tensor<7x6x1x1xf16>
-  %c2 = tcp.conv2d %t, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x3x3xf16>
+  %c2 = tcp.conv2d %t, %w2 {dnnc.part = 2 : i64, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x3x3xf16>
   func.return %c1, %c2 : tensor<2x7x5x5xf16>, tensor<2x7x3x3xf16>
 }
