@@ -89,14 +89,20 @@ def splat_value(value: SSAValue) -> float | int | None:
     return owner.scalar if isinstance(owner, tcp.ConstantOp) else None  # type: ignore[return-value]
 
 
+def is_one_by_one_conv(op: object) -> bool:
+    """A 1x1 unpadded convolution, of any stride: each output pixel reads one input pixel
+    (the one its stride puts it on), every tap inside the input."""
+    if not isinstance(op, tcp.Conv2dOp):
+        return False
+    _, _, kh, kw = shape_of(op.weight)
+    return (kh, kw) == (1, 1) and not any(ints(op.padding))
+
+
 def is_pixelwise_conv(op: object) -> bool:
     """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
     so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
     contiguous in an NHWC tensor as in an NCHW one."""
-    if not isinstance(op, tcp.Conv2dOp):
-        return False
-    _, _, kh, kw = shape_of(op.weight)
-    return (kh, kw) == (1, 1) and tuple(ints(op.stride)) == (1, 1) and not any(ints(op.padding))
+    return is_one_by_one_conv(op) and tuple(ints(op.stride)) == (1, 1)  # type: ignore[attr-defined]
 
 
 def has_one_use(value: SSAValue) -> bool:

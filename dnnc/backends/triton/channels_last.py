@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_one_by_one_conv
 from dnnc.ir.attrs import i64_array, ints, scalar
 from dnnc.ir.types import shape_of
 
@@ -42,13 +42,9 @@ def hands_channels_last(op: Operation) -> bool:
     reshapes the kernel cannot end in."""
     if not isinstance(op, tcp.Conv2dOp) or PART_ATTR not in op.attributes:
         return False
-    if not _one_by_one(op) or scalar(op.groups) != 1 or not op.result.uses:
+    if not is_one_by_one_conv(op) or scalar(op.groups) != 1 or not op.result.uses:
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
-
-
-def _one_by_one(op: tcp.Conv2dOp) -> bool:
-    return tuple(shape_of(op.weight)[2:]) == (1, 1) and not any(ints(op.padding))
 
 
 def _read_channels_last(conv: tcp.Conv2dOp) -> None:
@@ -57,6 +53,8 @@ def _read_channels_last(conv: tcp.Conv2dOp) -> None:
     back pinned in its kernel: its producer (a pooling, say) then stores one layout, not
     NCHW for this kernel and a transpose kernel's NHWC copy for the other."""
     source = conv.input
+    if isinstance(source.owner, tcp.TransposeOp):  # read through a transpose already
+        return
     nhwc = next(
         (
             u.operation
@@ -68,7 +66,7 @@ def _read_channels_last(conv: tcp.Conv2dOp) -> None:
         ),
         None,
     )
-    if nhwc is None or isinstance(source.owner, tcp.TransposeOp):
+    if nhwc is None:
         return
     block = conv.parent_block()
     assert block is not None

@@ -73,7 +73,7 @@ from dnnc.backends.triton.skeleton import (
     store_outputs,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import is_pixelwise_conv
+from dnnc.ir.analysis import is_one_by_one_conv, is_pixelwise_conv
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import describe, element_name, element_of, is_float, numel, shape_of
 
@@ -439,7 +439,7 @@ def _conv_operands(op: tcp.Conv2dOp, em: KernelEmitter) -> tuple[Callable, Calla
     top, _, left, _ = ints(op.padding)
     dh, dw = ints(op.dilation)
     pixelwise = is_pixelwise_conv(op)
-    subsampling = (kh, kw) == (1, 1) and not any(ints(op.padding))
+    subsampling = is_one_by_one_conv(op)
 
     channels_inner = reads_channels_last(op)
 
