@@ -172,6 +172,13 @@ warps came first on the 1x1 convolutions + residual of ResNet-50's stages 2-4 at
 Stage 1 (K = 64, one step) ran faster with pointer tiles, which stay candidates."""
 
 
+SUMMED_PRODUCT_TILES = [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (128, 128, 64, 8, 3)]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) offered first to two summed products (one
+loop over both K): the fastest on ResNet-50's four blocks that change width at batch 32
+and 128 (H200, ``bench/summed_probe.py``): 128 x 128 x 64 with four warps in stage 1,
+128 x 256 x 64 with eight from stage 2 on at batch 128."""
+
+
 SPLIT_K_PROGRAMS = 128
 """Programs a split-K product aims at: about one per multiprocessor of an H100 or H200 (132)."""
 FEW_TILES = 32
@@ -289,7 +296,8 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
     m, n, k, batch = product_sizes(op)
     if info.summed is not None:  # pointer tiles, K whole: blocks that fit the shorter K
         k = min(k, product_sizes(info.summed)[2])
-        return [c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c]
+        summed_tiles = [_tile(bm, bn, bk, w, s, (m, n, k)) for bm, bn, bk, w, s in SUMMED_PRODUCT_TILES]
+        return _unique([*summed_tiles, *(c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)])
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
     return product(m, n, k, with_tma, batch)
 

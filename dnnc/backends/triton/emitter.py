@@ -111,6 +111,9 @@ class KernelEmitter:
         """A float load's float32 variable -> the variable loaded in its own type, that
         type's element name and the mask it was loaded under (``other=0``): a product's
         operand tile that is a plain load feeds ``tl.dot`` as loaded."""
+        self.loads: dict[str, tuple[str, str]] = {}
+        """A load's variable -> the pointers it read and the mask it read them under
+        (``either_load`` merges two loads into one)."""
         self.splits: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
         """Position variables that ``dims`` split from one linear expression (their names,
         size-1 dims left out) -> that expression and their sizes: ``flat`` puts the
@@ -130,6 +133,17 @@ class KernelEmitter:
         if sum(1 for line in self.lines if read.search(line)) == 1:
             self.lines = [line for line in self.lines if not assign.match(line)]
             self.memo = {key: var for key, var in self.memo.items() if var != name}
+
+    def either_load(self, cond: str, first: str, second: str) -> str:
+        """One load in place of the loads ``first`` and ``second`` (names ``load`` gave,
+        read by nothing else yet): it reads ``first``'s pointers under its mask where the
+        scalar ``cond`` holds, else ``second``'s. A loop whose K steps read one of two
+        operands then keeps a plain load, which Triton pipelines into shared memory."""
+        (p1, m1), (p2, m2) = self.loads[first], self.loads[second]
+        name = self.let(f"tl.load(tl.where({cond}, {p1}, {p2}), mask=tl.where({cond}, {m1}, {m2}), other=0)", "x")
+        self.drop_if_unused(first)
+        self.drop_if_unused(second)
+        return name
 
     def comment(self, text: str) -> None:
         self.line(f"# {text}")
@@ -271,10 +285,12 @@ class KernelEmitter:
             # pool window test on a tiled kernel's per-program axis) as int32, which its
             # tl.load rejects as a mask.
             mask = f"{mask} != 0"
-        expr = f"tl.load({self.pointers[v]} + {off}, mask={mask}, other=0)"
+        pointers = f"{self.pointers[v]} + {off}"
+        expr = f"tl.load({pointers}, mask={mask}, other=0)"
         if not is_float(element_of(v)):
             return self.let(expr, "x")
         loaded = self.let(expr, "x")
+        self.loads[loaded] = (pointers, mask)
         name = self.let(f"{loaded}.to(tl.float32)", "x")
         self.raw[name] = (loaded, element_name(element_of(v)), given)
         return name

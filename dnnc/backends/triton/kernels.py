@@ -151,7 +151,9 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
 # Products: matmul, batch_matmul, conv2d ---------------------------------------------------
 
 
-def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop: bool = True) -> KernelSource:
+    """``one_loop``: two summed products that share an accumulator run one loop over
+    both K (``_summed_operand_tiles``) where their operand tiles are plain loads."""
     op = info.anchor
     assert op is not None
     if is_channelwise(op):
@@ -210,18 +212,26 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kernel
     precision = ', input_precision="ieee"' if elem == "f32" or (interpret and elem == "bf16") else ""
     upcast = interpret and elem == "bf16"
     descriptors: list[TileDescriptor] = []
-    with em.block(f"for k0 in range(0, {k}, BLOCK_K):" if split == 1 else f"for k_step in range(0, {k_slice}, BLOCK_K):"):
+    one_accumulator = info.summed is not None and _one_accumulator(info)
+    both = one_loop and one_accumulator
+    k_first = math.ceil(k / bk) * bk
+    loop_k = k_first + product_sizes(info.summed)[2] if both and info.summed is not None else k
+    with em.block(f"for k0 in range(0, {loop_k}, BLOCK_K):" if split == 1 else f"for k_step in range(0, {k_slice}, BLOCK_K):"):
         if split > 1:
             em.line(f"k0 = pid_s * {k_slice} + k_step")
         if tma_operands is not None:
             a, b = _tma_operand_tiles(em, info, tma_operands, signature, descriptors, (bm, bn, bk))
         else:
-            a, b = _pointer_operand_tiles(em, op, (m, n, k), elem, a_at, b_at)
+            a, b = _pointer_operand_tiles(em, op, (m, n, k), elem, a_at, b_at, k_whole=split == 1 and k % bk == 0)
+        if both:
+            try:
+                a, b = _summed_operand_tiles(em, info, (a, b), k_first, elem, bk)
+            except _NotPlainLoads:
+                return _product(info, config, interpret, one_loop=False)
         if upcast:
             a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
         em.line(f"acc += tl.dot({a}, {b}{precision})")
-    one_accumulator = info.summed is not None and _one_accumulator(info)
-    if info.summed is not None:
+    if info.summed is not None and not both:
         _summed_loop(em, info.summed, elem, precision, upcast, "acc" if one_accumulator else "acc_summed")
     scratch: tuple[tuple[str, str, int], ...] = ()
     with contextlib.ExitStack() as last_slice:
@@ -298,21 +308,61 @@ def _grouped_order(em: KernelEmitter, tiles_m: int, tiles_n: int) -> int:
 
 
 def _pointer_operand_tiles(
-    em: KernelEmitter, op: Operation, sizes: tuple[int, int, int], elem: str, a_at: Callable, b_at: Callable
+    em: KernelEmitter,
+    op: Operation,
+    sizes: tuple[int, int, int],
+    elem: str,
+    a_at: Callable,
+    b_at: Callable,
+    k_start: str = "k0",
+    suffix: str = "",
+    k_whole: bool = False,
 ) -> tuple[str, str]:
-    """The K step's operand tiles evaluated through the emitter (prologues fuse into them)."""
+    """The K step's operand tiles evaluated through the emitter (prologues fuse into them),
+    the step starting at ``k_start`` of this product's K; ``suffix`` names its positions
+    and masks apart from another product's in the same step. ``k_whole``: every step the
+    loop reads lies inside K (``BLOCK_K`` divides it), so the masks test rows and columns
+    only, and Triton sees each row's K tile unmasked."""
     m, n, k = sizes
-    em.line("ka = k0 + tl.arange(0, BLOCK_K)[None, :]")
-    em.line("kb = k0 + tl.arange(0, BLOCK_K)[:, None]")
+    ka, kb, amask, bmask = (f"{name}{suffix}" for name in ("ka", "kb", "amask", "bmask"))
+    em.line(f"{ka} = {k_start} + tl.arange(0, BLOCK_K)[None, :]")
+    em.line(f"{kb} = {k_start} + tl.arange(0, BLOCK_K)[:, None]")
     with em.tiled("(BLOCK_M, BLOCK_K)"):
-        ia, inside = a_at("ka")
-        em.line(f"amask = (rm < {m}) & (ka < {k}){inside}")
-        a = _operand_tile(em, em.value(op.operands[0], ia, "amask"), "amask", elem, "a")
+        ia, inside = a_at(ka)
+        em.line(f"{amask} = (rm < {m}){'' if k_whole else f' & ({ka} < {k})'}{inside}")
+        a = _operand_tile(em, em.value(op.operands[0], ia, amask), amask, elem, "a")
     with em.tiled("(BLOCK_K, BLOCK_N)"):
-        ib = b_at("kb")
-        em.line(f"bmask = (kb < {k}) & (rn < {n})")
-        b = _operand_tile(em, em.value(op.operands[1], ib, "bmask"), "bmask", elem, "b")
+        ib = b_at(kb)
+        em.line(f"{bmask} = {'' if k_whole else f'({kb} < {k}) & '}(rn < {n})")
+        b = _operand_tile(em, em.value(op.operands[1], ib, bmask), bmask, elem, "b")
     return a, b
+
+
+class _NotPlainLoads(Exception):
+    """An operand tile of a summed product is computed (a prologue), not loaded as it is."""
+
+
+def _summed_operand_tiles(
+    em: KernelEmitter, info: GroupInfo, first: tuple[str, str], k_first: int, elem: str, bk: int
+) -> tuple[str, str]:
+    """The step's tiles of a loop over both summed products' K, one after the other (the
+    anchor's padded to ``BLOCK_K``, then the other's): the anchor's tiles are ``first``;
+    the other product's are read at ``k0 - k_first``, and each operand becomes one load
+    that reads one product's pointers or the other's (``either_load``). One loop, one
+    pipeline: two loops one after the other drain and refill it between them, which cost
+    ResNet-50's blocks that change width 20-30% of their kernel time (H200,
+    ``bench/summed_probe.py``)."""
+    conv = info.summed
+    assert conv is not None
+    a_at, b_at = _conv_operands(conv, em)
+    m, n, k, _ = product_sizes(conv)
+    second = _pointer_operand_tiles(
+        em, conv, (m, n, k), elem, a_at, b_at, k_start=f"k0 - {k_first}", suffix="_s", k_whole=k % bk == 0
+    )
+    if any(tile not in em.loads for tile in (*first, *second)):
+        raise _NotPlainLoads
+    em.line(f"first = k0 < {k_first}")
+    return em.either_load("first", first[0], second[0]), em.either_load("first", first[1], second[1])
 
 
 def _operand_tile(em: KernelEmitter, value: str, mask: str, elem: str, hint: str, as_loaded: bool = True) -> str:

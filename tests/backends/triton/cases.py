@@ -299,6 +299,25 @@ CASES = [
 }""",
     ),
     Case(
+        # The same block with its input rectified on the way into the downsample: that
+        # operand's tiles are computed, not loaded as they are, so the two convolutions
+        # keep a K loop each
+        "summed_convolutions_with_prologue",
+        ("conv2d",),
+        """func.func @forward(%y: tensor<2x6x5x5xT>, %x: tensor<2x5x9x9xT>, %w1: tensor<7x6x1x1xT>, %w2: tensor<7x5x1x1xT>, %b1: tensor<1x7x1x1xT>, %b2: tensor<1x7x1x1xT>) -> tensor<2x7x5x5xT> {
+  %c1 = tcp.conv2d %y, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xT>, tensor<7x6x1x1xT>) -> tensor<2x7x5x5xT>
+  %bb1 = tcp.broadcast %b1 : tensor<1x7x1x1xT> to tensor<2x7x5x5xT>
+  %a1 = tcp.add %c1, %bb1 : tensor<2x7x5x5xT>
+  %xr = tcp.clamp %x {min = 0.0 : f64} : tensor<2x5x9x9xT>
+  %c2 = tcp.conv2d %xr, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x9x9xT>, tensor<7x5x1x1xT>) -> tensor<2x7x5x5xT>
+  %bb2 = tcp.broadcast %b2 : tensor<1x7x1x1xT> to tensor<2x7x5x5xT>
+  %a2 = tcp.add %c2, %bb2 : tensor<2x7x5x5xT>
+  %s = tcp.add %a1, %a2 : tensor<2x7x5x5xT>
+  %r = tcp.clamp %s {min = 0.0 : f64} : tensor<2x7x5x5xT>
+  func.return %r : tensor<2x7x5x5xT>
+}""",
+    ),
+    Case(
         # The block as it runs between channels-last kernels: both 1x1 convolutions (the
         # downsample strided, reading its NHWC input along its channels) hand their
         # results channels-last, each plus its bias, the sum rectified and stored NHWC

@@ -91,3 +91,13 @@ def test_attention_selects_tiles_of_a_head_dim_short_of_its_block() -> None:
     text = _attention_text("attention_gqa_head_dim_40")  # 40 in a block of 64, 24 in 32
     for mask in ("qmask", "kmask", "vmask"):
         assert f"tl.where({mask}" in text, text
+
+
+def test_masks_test_k_only_where_a_step_can_pass_its_end(rng: torch.Generator) -> None:
+    whole = _text(32, rng)  # K = 3 * 3 * 32 = 288 = 9 steps of 32
+    assert "amask = (rm < 32) & inb0" in whole and "bmask = (rn < 16)" in whole, whole
+    program = windowed_conv(2, 7, 20, 16, "f16", rng, stride=2)  # K = 180: the last step of 32 passes it
+    run_passes(program, [TritonConvWeights(), TritonFuse()])
+    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    cut = generate(group, _config(32, 1)).text
+    assert "(ka < 180)" in cut and "bmask = (kb < 180) & (rn < 16)" in cut, cut

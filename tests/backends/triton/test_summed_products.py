@@ -23,11 +23,20 @@ def _summed_text(name: str) -> str:
     return generate(group, CONFIG).text
 
 
-def test_products_reaching_their_sum_through_bias_adds_share_one_accumulator() -> None:
+def test_products_reaching_their_sum_through_bias_adds_share_one_accumulator_and_one_loop() -> None:
     for name in ("summed_convolutions", "summed_convolutions_handed_channels_last"):
         text = _summed_text(name)
-        assert text.count("acc += tl.dot(") == 2, text
         assert "acc_summed" not in text, text
+        # one loop over both K, the anchor's padded to BLOCK_K (6 -> 32), then 5 or 12 more
+        assert text.count("for k0 in range(") == 1 and "first = k0 < 32" in text, text
+        assert text.count("acc += tl.dot(") == 1, text
+        assert text.count("tl.load(tl.where(first, ") == 2, text
+
+
+def test_an_operand_computed_on_its_way_in_keeps_a_loop_per_product() -> None:
+    text = _summed_text("summed_convolutions_with_prologue")
+    assert text.count("for k0 in range(") == 2 and "first" not in text, text
+    assert text.count("acc += tl.dot(") == 2 and "acc_summed" not in text, text
 
 
 def test_a_product_rectified_before_the_sum_keeps_its_own_accumulator() -> None:
