@@ -245,6 +245,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
         if info.summed is not None:  # in ``acc`` already where it shares it
             em.anchors[info.summed.results[0]] = (out_ix, "0.0" if one_accumulator else "acc_summed")
         em.tile = "(BLOCK_M, BLOCK_N)"
+        em.columns = (frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {n}")
         tile_store = None
         if tma_operands is not None:
             tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))

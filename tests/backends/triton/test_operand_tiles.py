@@ -93,6 +93,12 @@ def test_attention_selects_tiles_of_a_head_dim_short_of_its_block() -> None:
         assert f"tl.where({mask}" in text, text
 
 
+def test_a_bias_is_loaded_as_one_row_of_the_tile(rng: torch.Generator) -> None:
+    text = _text(32, rng)
+    assert "= tl.load(in2 + o_i, mask=rn < 16, other=0)" in text, text
+    assert "tl.broadcast_to(o_i" not in text, text
+
+
 def test_masks_test_k_only_where_a_step_can_pass_its_end(rng: torch.Generator) -> None:
     whole = _text(32, rng)  # K = 3 * 3 * 32 = 288 = 9 steps of 32
     assert "amask = (rm < 32) & inb0" in whole and "bmask = (rn < 16)" in whole, whole
