@@ -53,11 +53,39 @@ CONV = """func.func @forward(%x: tensor<{n}x{h}x{h}x{c}x{t}>) -> tensor<{n}x{ho}
 }}"""
 """A convolution + bias + ReLU between channels-last neighbours, as a partitioned
 Triton group (``dnnc.part``) whose weight is a parameter."""
+SUMMED = """func.func @forward(%y: tensor<{n}x{ho}x{ho}x{c1}x{t}>, %x: tensor<{n}x{h}x{h}x{c2}x{t}>) -> tensor<{n}x{ho}x{ho}x{o}x{t}> {{
+  %w1 = tcp.param @w1 : tensor<{o}x{c1}x1x1x{t}>
+  %w2 = tcp.param @w2 : tensor<{o}x{c2}x1x1x{t}>
+  %b1 = tcp.param @b1 : tensor<1x1x1x{o}x{t}>
+  %b2 = tcp.param @b2 : tensor<1x1x1x{o}x{t}>
+  %yt = tcp.transpose %y {{permutation = array<i64: 0, 3, 1, 2>}} : tensor<{n}x{ho}x{ho}x{c1}x{t}> -> tensor<{n}x{c1}x{ho}x{ho}x{t}>
+  %c1 = tcp.conv2d %yt, %w1 {{stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<{n}x{c1}x{ho}x{ho}x{t}>, tensor<{o}x{c1}x1x1x{t}>) -> tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %t1 = tcp.transpose %c1 {{permutation = array<i64: 0, 2, 3, 1>}} : tensor<{n}x{o}x{ho}x{ho}x{t}> -> tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %bb1 = tcp.broadcast %b1 : tensor<1x1x1x{o}x{t}> to tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %a1 = tcp.add %t1, %bb1 : tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %xt = tcp.transpose %x {{permutation = array<i64: 0, 3, 1, 2>}} : tensor<{n}x{h}x{h}x{c2}x{t}> -> tensor<{n}x{c2}x{h}x{h}x{t}>
+  %c2 = tcp.conv2d %xt, %w2 {{stride = array<i64: {s}, {s}>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : (tensor<{n}x{c2}x{h}x{h}x{t}>, tensor<{o}x{c2}x1x1x{t}>) -> tensor<{n}x{o}x{ho}x{ho}x{t}>
+  %t2 = tcp.transpose %c2 {{permutation = array<i64: 0, 2, 3, 1>}} : tensor<{n}x{o}x{ho}x{ho}x{t}> -> tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %bb2 = tcp.broadcast %b2 : tensor<1x1x1x{o}x{t}> to tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %a2 = tcp.add %t2, %bb2 : tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %sum = tcp.add %a1, %a2 : tensor<{n}x{ho}x{ho}x{o}x{t}>
+  %r = tcp.clamp %sum {{min = 0.0 : f64}} : tensor<{n}x{ho}x{ho}x{o}x{t}>
+  func.return %r : tensor<{n}x{ho}x{ho}x{o}x{t}>
+}}"""
+"""A bottleneck block's end where it changes width: its 1x1 expansion of ``y`` and the
+strided 1x1 downsample of its input ``x``, each with its bias, summed and rectified, all
+channels-last: one Triton kernel of two summed products (``ops.summed_products``)."""
 GEMV = """func.func @forward(%x: tensor<1x2048xf16>) -> tensor<1x1000xf16> {
   %w = tcp.param @w : tensor<2048x1000xf16>
   %m = tcp.matmul %x, %w {dnnc.part = 0 : i64} : (tensor<1x2048xf16>, tensor<2048x1000xf16>) -> tensor<1x1000xf16>
   func.return %m : tensor<1x1000xf16>
 }"""
+
+
+def summed(h: int, c2: int, o: int, n: int, stride: int, dtype: str = "f16") -> str:
+    """``SUMMED`` for a block on an ``n x h x h x c2`` input, ``o`` channels out (the
+    expansion reads ``o / 4`` channels)."""
+    return SUMMED.format(n=n, h=h, ho=h // stride, c1=o // 4, c2=c2, o=o, s=stride, t=dtype)
 
 
 def conv(h: int, c: int, o: int, n: int = 1, k: int = 3, stride: int = 1, pad: int = 1, dtype: str = "f16") -> str:
@@ -75,10 +103,19 @@ SHAPE_SETS = {
             for i, (h, c) in enumerate(((56, 64), (28, 128), (14, 256), (7, 512)), start=1)
         },
     },
+    "summed": {
+        f"stage{i}-summed-b{n}": summed(h, c2, o, n, stride)
+        for n in (32, 128)
+        for i, (h, c2, o, stride) in enumerate(
+            ((56, 64, 256, 1), (56, 256, 512, 2), (28, 512, 1024, 2), (14, 1024, 2048, 2)), start=1
+        )
+    },
 }
 """``split-k``: ResNet-50's batch-1 products with few tiles and a long K; ``resnet-large``:
 its stem (on the 4 channels the input is padded to) and its stride-1 3x3 convolutions at
-the serving batches, where the products are long and FLOPs or bytes bound them."""
+the serving batches, where the products are long and FLOPs or bytes bound them;
+``summed``: the four blocks of ResNet-50 that change width, their expansion and
+downsample as one kernel, at the serving batches."""
 EXTRA_CONFIGS = [
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4},
@@ -109,7 +146,8 @@ def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Co
     inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
     (want,) = ReferenceExecutor(program).run(inputs)
     run_passes(program, [*([TritonConvWeights()] if weights == "ohwi" else []), TritonFuse()])
-    (group,) = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    groups = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
+    (group,) = [g for g in groups if GroupInfo.of(g).summed is not None] if len(groups) > 1 else groups
     info = GroupInfo.of(group)
     values = dict(zip(program.entry.body.block.args, (x.to(device) for x in inputs)))
     values |= {op.result: program.params[op.param_name].to(device) for op in program.param_ops()}
