@@ -87,6 +87,16 @@ class Index:
     dims: tuple[str, ...] | None = None
 
 
+@dataclass(frozen=True)
+class Columns:
+    """A product epilogue's columns: the position variables that name a tile's column
+    alone, the mask of the whole tile, and the mask of one row (``KernelEmitter.columns``)."""
+
+    names: frozenset[str]
+    tile_mask: str
+    row_mask: str
+
+
 def _describe_op(op: Operation) -> str:
     types = ", ".join(describe(o.type) for o in op.operands)
     return f"{op.name} on ({types})"
@@ -111,10 +121,9 @@ class KernelEmitter:
         """A float load's float32 variable -> the variable loaded in its own type, that
         type's element name and the mask it was loaded under (``other=0``): a product's
         operand tile that is a plain load feeds ``tl.dot`` as loaded."""
-        self.columns: tuple[frozenset[str], str, str] | None = None
-        """In a product's epilogue: the position variables that name a tile's column alone,
-        the epilogue's mask, and the mask of one row. A value read there at the columns
-        alone (a bias) is loaded as one row of the tile, ``(1, BLOCK_N)``, and broadcast
+        self.columns: Columns | None = None
+        """Set in a product's epilogue. A value read there at the columns alone under the
+        tile's mask (a bias) is loaded as one row of the tile, ``(1, BLOCK_N)``, and broadcast
         where it meets the tile: loaded as the whole tile, each element read again for every
         row, it took 30% of the kernel time of ResNet-50's 64 -> 256 block ends at batch 128
         (H200, ``bench/summed_probe.py``)."""
@@ -288,8 +297,12 @@ class KernelEmitter:
         given = mask
         if is_constant(off):
             off = f"tl.full({self.tile}, {off}, tl.int32)"
-        elif self.columns is not None and mask == self.columns[1] and set(re.findall(r"[A-Za-z_]\w*", off)) <= self.columns[0]:
-            mask = given = self.columns[2]  # one row of the tile
+        elif (
+            self.columns is not None
+            and mask == self.columns.tile_mask
+            and set(re.findall(r"[A-Za-z_]\w*", off)) <= self.columns.names
+        ):
+            mask = given = self.columns.row_mask  # one row of the tile
         else:
             off = f"tl.broadcast_to({off}, {self.tile})"
         if self.interpret:

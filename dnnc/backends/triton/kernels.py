@@ -50,7 +50,7 @@ from collections.abc import Callable
 from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton import tma
-from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
+from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Columns, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
@@ -245,7 +245,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
         if info.summed is not None:  # in ``acc`` already where it shares it
             em.anchors[info.summed.results[0]] = (out_ix, "0.0" if one_accumulator else "acc_summed")
         em.tile = "(BLOCK_M, BLOCK_N)"
-        em.columns = (frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {n}")
+        em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {n}")
         tile_store = None
         if tma_operands is not None:
             tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))
@@ -349,10 +349,10 @@ def _summed_operand_tiles(
     """The step's tiles of a loop over both summed products' K, one after the other (the
     anchor's padded to ``BLOCK_K``, then the other's): the anchor's tiles are ``first``;
     the other product's are read at ``k0 - k_first``, and each operand becomes one load
-    that reads one product's pointers or the other's (``either_load``). One loop, one
-    pipeline: two loops one after the other drain and refill it between them, which cost
-    ResNet-50's blocks that change width 20-30% of their kernel time (H200,
-    ``bench/summed_probe.py``)."""
+    that reads one product's pointers or the other's (``either_load``): one loop, one
+    pipeline, where two loops drain and refill it between them. On ResNet-50's blocks that
+    change width it measured level with two loops (H200, ``bench/summed_probe.py``: better
+    in stage 2, worse in stage 1)."""
     conv = info.summed
     assert conv is not None
     a_at, b_at = _conv_operands(conv, em)
