@@ -30,7 +30,7 @@ from dnnc.backends.triton.configs import Config, _tile, _unique, candidates
 from dnnc.backends.triton.conv_weights import TritonConvWeights
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.launch import TritonKernel, capability_of
-from dnnc.backends.triton.skeleton import GroupInfo, product_sizes
+from dnnc.backends.triton.skeleton import GroupInfo, KernelSource, product_sizes
 from dnnc.ir import tcp
 from dnnc.ir.attrs import ints
 from dnnc.ir.params import ParamStore
@@ -138,9 +138,10 @@ def _program(name: str, ir: str) -> Program:
     return program
 
 
-def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = ()) -> dict:
-    """``weights``: "oihw" (the weight as the model stores it) or "ohwi" (``triton-conv-weights``);
-    ``extra``: configs timed after the candidates."""
+def prepared(name: str, ir: str, device: torch.device, weights: str = "oihw") -> tuple[tcp.IsolatedGroupOp, list, torch.Tensor]:
+    """The program's one Triton group (its summed one where there are more), its operands on
+    ``device`` and the reference output. ``weights``: "oihw" (the weight as the model stores
+    it) or "ohwi" (``triton-conv-weights``)."""
     program = _program(name, ir)
     rng = torch.Generator().manual_seed(1)
     inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
@@ -148,24 +149,36 @@ def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Co
     run_passes(program, [*([TritonConvWeights()] if weights == "ohwi" else []), TritonFuse()])
     groups = [op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp)]
     (group,) = [g for g in groups if GroupInfo.of(g).summed is not None] if len(groups) > 1 else groups
-    info = GroupInfo.of(group)
     values = dict(zip(program.entry.body.block.args, (x.to(device) for x in inputs)))
     values |= {op.result: program.params[op.param_name].to(device) for op in program.param_ops()}
-    ins = [values[v] for v in group.operands]
+    return group, [values[v] for v in group.operands], want
+
+
+def timed(
+    group: tcp.IsolatedGroupOp, source: KernelSource, config: Config, ins: list, want: torch.Tensor, device: torch.device
+) -> dict:
+    """``source`` built, checked against ``want`` and timed: ``ms`` and ``rel_error``, or
+    ``status`` where it does not build (reported, not fatal)."""
+    out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])), device=device)
+    try:
+        kernel = TritonKernel(source, device, capability_of(device), config)
+        kernel.launch(ins, [out])
+        error = float((out.float().cpu() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-6))
+        return {"ms": device_time_ms(lambda: kernel.launch(ins, [out])), "rel_error": error}
+    except Exception as e:
+        return {"status": f"failed: {type(e).__name__}: {str(e)[:200]}"}
+
+
+def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = ()) -> dict:
+    """``weights``: as ``prepared`` takes it; ``extra``: configs timed after the candidates."""
+    group, ins, want = prepared(name, ir, device, weights)
+    info = GroupInfo.of(group)
     rows = []
     m, n, k, _ = product_sizes(info.anchor)
     offered = candidates(info, capability_of(device))
     more = [_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)) for c in extra]
     for config in _unique(offered + more):
-        out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])), device=device)
-        try:
-            kernel = TritonKernel(generate(group, config, info=info), device, capability_of(device), config)
-            kernel.launch(ins, [out])
-            error = float((out.float().cpu() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-6))
-            ms = device_time_ms(lambda kernel=kernel, out=out: kernel.launch(ins, [out]))
-            rows.append({"config": config, "ms": ms, "rel_error": error})
-        except Exception as e:  # a config that does not build is reported, not fatal
-            rows.append({"config": config, "status": f"failed: {type(e).__name__}: {str(e)[:200]}"})
+        rows.append({"config": config, **timed(group, generate(group, config, info=info), config, ins, want, device)})
         print(f"{name:14s} {weights} {json.dumps(config):105s} {rows[-1].get('ms', rows[-1].get('status'))}", flush=True)
     return {"shape": name, "weights": weights, "configs": rows}
 

@@ -1,8 +1,9 @@
 """ResNet-50's expansion + downsample kernels (``ops.summed_products``) at the serving
 batches, as dnnc generates them (one loop over both products' K, ``kernels._summed_operand_tiles``),
 in the configs it offers first, against variants of that text: ``k_masks`` (each
-operand's mask also tests K, as before ``k_whole``), ``vector_bias`` (the biases loaded
-as one row of ``BLOCK_N``, not a tile), and against a hand-written kernel (``concat``): the
+operand's mask also tests K, as before ``k_whole``), ``bias_tile`` (each bias loaded as a
+whole tile, as before ``KernelEmitter.columns``), and against a hand-written kernel
+(``concat``): the
 two weights stored side by side, each K step reading its tile from the block's 3x3
 output or from its input at the strided pixel, masks on rows only.
 
@@ -26,15 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import split_k_probe
 from bench.gpu_timing import environment
-from dnnc.backends.reference.interpreter import ReferenceExecutor
-from dnnc.backends.triton import TritonFuse
 from dnnc.backends.triton.configs import SUMMED_PRODUCT_TILES, _tile
 from dnnc.backends.triton.kernels import generate
-from dnnc.backends.triton.launch import TritonKernel, capability_of
 from dnnc.backends.triton.skeleton import GroupInfo, product_sizes
-from dnnc.ir import tcp
-from dnnc.ir.types import element_of, shape_of, torch_dtype
-from dnnc.pipeline import run_passes
 from dnnc.timing import device_time_ms
 
 BLOCKS = [(56, 64, 256, 1), (56, 256, 512, 2), (28, 512, 1024, 2), (14, 1024, 2048, 2)]
@@ -95,27 +90,16 @@ def _with_k_masks(text: str, k1: int, k2: int) -> str:
     return text
 
 
-def _with_vector_bias(text: str, n: int) -> str:
-    """The generated text with each bias loaded as one ``(1, BLOCK_N)`` row."""
-    return re.sub(
-        r"tl\.load\((in\d+) \+ tl\.broadcast_to\(o_i, \(BLOCK_M, BLOCK_N\)\), mask=cmask, other=0\)",
-        rf"tl.load(\1 + o_i, mask=rn < {n}, other=0)",
-        text,
-    )
+def _with_bias_tile(text: str, n: int) -> str:
+    """The generated text with each bias loaded as a whole ``BLOCK_M x BLOCK_N`` tile (as
+    every product kernel did before ``KernelEmitter.columns``)."""
+    return text.replace(f"+ o_i, mask=rn < {n}, other=0)", "+ tl.broadcast_to(o_i, (BLOCK_M, BLOCK_N)), mask=cmask, other=0)")
 
 
 def variant_rows(name: str, ir: str, device: torch.device) -> list[dict]:
     """dnnc's kernel and its text variants, each config of ``SUMMED_PRODUCT_TILES``."""
-    program = split_k_probe._program(name, ir)
-    rng = torch.Generator().manual_seed(1)
-    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
-    (want,) = ReferenceExecutor(program).run(inputs)
-    run_passes(program, [TritonFuse()])
-    (group,) = [g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp) and GroupInfo.of(g).summed is not None]
+    group, ins, want = split_k_probe.prepared(name, ir, device)
     info = GroupInfo.of(group)
-    values = dict(zip(program.entry.body.block.args, (x.to(device) for x in inputs)))
-    values |= {op.result: program.params[op.param_name].to(device) for op in program.param_ops()}
-    ins = [values[v] for v in group.operands]
     m, n, k, _ = product_sizes(info.anchor)
     k2 = product_sizes(info.summed)[2]
     rows = []
@@ -123,20 +107,13 @@ def variant_rows(name: str, ir: str, device: torch.device) -> list[dict]:
         config = _tile(bm, bn, bk, warps, stages, (m, n, min(k, k2)))
         source = generate(group, config, info=info)
         texts = {
-            "one_loop": source.text,
+            "generated": source.text,
             "k_masks": _with_k_masks(source.text, k, k2),
-            "vector_bias": _with_vector_bias(source.text, n),
+            "bias_tile": _with_bias_tile(source.text, n),
         }
         for variant, text in texts.items():
-            out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])), device=device)
             row = {"variant": variant, "config": config, "changed": text != source.text}
-            try:
-                kernel = TritonKernel(dataclasses.replace(source, text=text), device, capability_of(device), config)
-                kernel.launch(ins, [out])
-                row["rel_error"] = float((out.float().cpu() - want.float()).abs().max() / want.float().abs().max())
-                row["ms"] = device_time_ms(lambda kernel=kernel, out=out: kernel.launch(ins, [out]))
-            except Exception as e:  # a variant that does not build is reported, not fatal
-                row["status"] = f"failed: {type(e).__name__}: {str(e)[:200]}"
+            row |= split_k_probe.timed(group, dataclasses.replace(source, text=text), config, ins, want, device)
             rows.append(row)
             print(f"{name} {variant} {json.dumps(config)} {row.get('ms', row.get('status'))}", flush=True)
     return rows
@@ -204,7 +181,7 @@ def main() -> None:
     for r in results:
         best = {
             v: min((c["ms"] for c in r["variants"] if c["variant"] == v and c.get("ms")), default=None)
-            for v in ("one_loop", "k_masks", "vector_bias")
+            for v in ("generated", "k_masks", "bias_tile")
         }
         cat = min((c["ms"] for c in r["concat"] if c.get("ms")), default=None)
         print(f"{r['shape']}: best {best}; concat {cat}; floor {r['floor']}")
