@@ -89,8 +89,10 @@ class Index:
 
 @dataclass(frozen=True)
 class Columns:
-    """A product epilogue's columns: the position variables that name a tile's column
-    alone, the mask of the whole tile, and the mask of one row (``KernelEmitter.columns``)."""
+    """The axis of an epilogue's tile that a bias runs along: the position variables
+    that name it alone, the mask of the whole tile, and the mask of that axis alone
+    (``KernelEmitter.columns``). A product's columns (its output channels); the
+    depthwise kernel's rows (its channels)."""
 
     names: frozenset[str]
     tile_mask: str
@@ -122,11 +124,12 @@ class KernelEmitter:
         type's element name and the mask it was loaded under (``other=0``): a product's
         operand tile that is a plain load feeds ``tl.dot`` as loaded."""
         self.columns: Columns | None = None
-        """Set in a product's epilogue. A value read there at the columns alone under the
-        tile's mask (a bias) is loaded as one row of the tile, ``(1, BLOCK_N)``, and broadcast
-        where it meets the tile: loaded as the whole tile, each element read again for every
-        row, it took 30% of the kernel time of ResNet-50's 64 -> 256 block ends at batch 128
-        (H200, ``bench/summed_probe.py``)."""
+        """Set in a product's (and the depthwise kernel's) epilogue. A value read there at
+        those positions alone under the tile's mask (a bias) is loaded once along the tile's
+        other axis (a product's ``(1, BLOCK_N)`` row) and broadcast where it meets the tile:
+        loaded as the whole tile, each element read again for every row, it took 30% of the
+        kernel time of ResNet-50's 64 -> 256 block ends at batch 128 (H200,
+        ``bench/summed_probe.py``)."""
         self.loads: dict[str, tuple[str, str]] = {}
         """A load's variable -> the pointers it read and the mask it read them under
         (``either_load`` merges two loads into one)."""
@@ -302,7 +305,7 @@ class KernelEmitter:
             and mask == self.columns.tile_mask
             and set(re.findall(r"[A-Za-z_]\w*", off)) <= self.columns.names
         ):
-            mask = given = self.columns.row_mask  # one row of the tile
+            mask = given = self.columns.row_mask  # once along the tile's other axis
         else:
             off = f"tl.broadcast_to({off}, {self.tile})"
         if self.interpret:

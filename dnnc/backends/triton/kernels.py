@@ -618,6 +618,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
         em.line(f"acc += {x} * {wt}")
     out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", "wo_i"))
     em.anchors[op.results[0]] = (out_ix, "acc")
+    em.columns = Columns(frozenset({"rc", "c_i", "pid_n"}), "cmask", f"rc < {o}")  # the channels: one per row of the tile
     store_outputs(em, info, outs, out_ix, "cmask")
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn})

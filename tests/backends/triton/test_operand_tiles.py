@@ -99,6 +99,17 @@ def test_a_bias_is_loaded_as_one_row_of_the_tile(rng: torch.Generator) -> None:
     assert "tl.broadcast_to(o_i" not in text, text
 
 
+def test_a_depthwise_bias_is_loaded_once_per_channel() -> None:
+    """The depthwise kernel's tile is channels by pixels: its bias is one column of it."""
+    (case,) = [c for c in CASES if c.name == "depthwise_direct"]
+    program = case.program("f16")
+    run_passes(program, [TritonFuse()])
+    group = next(op for op in program.entry.body.walk() if isinstance(op, tcp.IsolatedGroupOp))
+    text = generate(group, {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}).text
+    assert "= tl.load(in2 + rc, mask=rc < 6, other=0)" in text, text
+    assert "tl.broadcast_to(rc" not in text, text
+
+
 def test_masks_test_k_only_where_a_step_can_pass_its_end(rng: torch.Generator) -> None:
     whole = _text(32, rng)  # K = 3 * 3 * 32 = 288 = 9 steps of 32
     assert "amask = (rm < 32) & inb0" in whole and "bmask = (rn < 16)" in whole, whole
