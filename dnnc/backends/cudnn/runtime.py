@@ -54,8 +54,8 @@ best first), and runtime-compiled ones only among the first this many, at most
 LOSING_FACTOR = 4.0
 LAUNCH_SLACK_MS = 0.05
 """A plan whose one plain call takes longer than ``LOSING_FACTOR`` times the best
-plan so far (plus ``LAUNCH_SLACK_MS`` for the launch a plain call includes) loses
-without being captured and replayed (see ``device_time_ms``)."""
+plan so far (plus ``LAUNCH_SLACK_MS``, for a launch the host did not queue within the
+GPU's head start) loses without being captured and replayed (see ``device_time_ms``)."""
 
 
 class GraphUnsupported(DnncError):
