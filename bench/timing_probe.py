@@ -32,10 +32,8 @@ from dnnc.timing import device_time_ms  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 
 
-def replay_waited_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5) -> float:
-    """Each of ``repeats`` replays of a ``calls_per_graph``-call graph between two events,
-    waited for before the next: the GPU idles between replays and the host's launch of
-    each lies between its events."""
+def _captured(fn: Callable[[], Any], calls: int) -> torch.cuda.CUDAGraph:
+    """``calls`` calls of ``fn`` in one graph (after one outside it), replayed once."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -43,9 +41,17 @@ def replay_waited_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: i
     stream.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
-        for _ in range(calls_per_graph):
+        for _ in range(calls):
             fn()
     graph.replay()
+    return graph
+
+
+def replay_waited_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5) -> float:
+    """Each of ``repeats`` replays of a ``calls_per_graph``-call graph between two events,
+    waited for before the next: the GPU idles between replays and the host's launch of
+    each lies between its events."""
+    graph = _captured(fn, calls_per_graph)
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -59,16 +65,7 @@ def replay_waited_ms(fn: Callable[[], Any], repeats: int = 7, calls_per_graph: i
 
 def in_one_graph_ms(fn: Callable[[], Any], calls: int = 400, replays: int = 5) -> float:
     """One call's share of ``calls`` back to back in one graph, replayed ``replays`` times."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-    stream.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _ in range(calls):
-            fn()
-    graph.replay()
+    graph = _captured(fn, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(replays):
