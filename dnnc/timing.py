@@ -35,6 +35,16 @@ HEAD_START_CYCLES = 1_000_000
 time for the host to queue seven replays and their events even when it is busy."""
 
 
+def _head_start() -> None:
+    """Queues the spin on the current stream (``torch.cuda._sleep``: torch's own, private;
+    a torch without it times as if the GPU had no head start)."""
+    import torch
+
+    spin = getattr(torch.cuda, "_sleep", None)
+    if spin is not None:
+        spin(HEAD_START_CYCLES)
+
+
 def device_time_ms(
     fn: Callable[[], Any], repeats: int = 7, calls_per_graph: int = 5, give_up_above_ms: float | None = None
 ) -> float:
@@ -53,7 +63,7 @@ def device_time_ms(
             fn()  # loads modules and sets up state outside the capture
             if give_up_above_ms is not None:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda._sleep(HEAD_START_CYCLES)
+                _head_start()
                 start.record()
                 fn()
                 end.record()
@@ -69,7 +79,7 @@ def device_time_ms(
         return _plain_ms(fn, repeats)
     graph.replay()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
-    torch.cuda._sleep(HEAD_START_CYCLES)
+    _head_start()
     events[0].record()
     for event in events[1:]:
         graph.replay()
@@ -85,7 +95,7 @@ def _plain_ms(fn: Callable[[], Any], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(HEAD_START_CYCLES)
+        _head_start()
         start.record()
         fn()
         end.record()
