@@ -66,7 +66,8 @@
 #              compile a workload: one or two workloads a call)
 #   suite-gpus  the suite split over the machine's GPUs at once (suite-pair: the same), $SUITE_WORKLOADS_<g>
 #              on GPU g, each with its share of the cores; JSON and log under $OUT/gpu<g> (four GPUs: the
-#              whole suite in one call)
+#              whole suite in one call); $SUITE_QUIET: workloads bound by the host, run after
+#              them on GPU 0 alone (under $OUT/quiet)
 #   setup      nothing but the above (wheels, bytecode, versions): what lanes' commands need
 #   lanes      $LANE_<g> (a shell command) on GPU g, all GPUs at once; logs and files under $OUT/gpu<g>
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
@@ -234,10 +235,17 @@ for step in $steps; do
       # them with bench/merge_suite.py). Timings are each GPU's own; compile times are those of
       # a host with that share of the cores.
       each_gpu SUITE_WORKLOADS_ suite_part suite.log
+      # $SUITE_QUIET: workloads bound by the host (the conv block at batch 1), run after
+      # the lanes on GPU 0 with the host to themselves, under $OUT/quiet: the conv block's
+      # call took 0.014 and 0.018 ms in two runs beside three other GPUs' compiles.
+      if [ -n "${SUITE_QUIET:-}" ]; then
+        mkdir -p "$OUT/quiet"
+        CUDA_VISIBLE_DEVICES=0 OUT="$OUT/quiet" bash -c "$(suite_part 0 "$SUITE_QUIET")" > "$OUT/quiet/suite.log" 2>&1 || status=1
+      fi
       # The device returns 8 files a call: the JSON and the log of each GPU's part; the
       # tables and the chart are made again from the merged JSON.
-      rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png
-      tail -n 4 "$OUT"/gpu*/suite.log ;;
+      rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png "$OUT"/quiet/*.md "$OUT"/quiet/*.png
+      tail -n 4 "$OUT"/gpu*/suite.log ${SUITE_QUIET:+"$OUT"/quiet/suite.log} ;;
     setup) ;;
     lanes)
       # Different work on each GPU at once: $LANE_<g> is a shell command (it may call
