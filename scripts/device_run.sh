@@ -38,6 +38,10 @@
 #   export-time  torch.export of $EXPORT_WORKLOADS (default resnet50-b32,unet2d-b8) in fresh
 #              processes, on the CPU and the GPU, with and without the compile workers starting
 #              (bench/export_time.py; $EXPORT_PROFILE=1 profiles each first export)
+#   compile-spread  cold compiles of $SPREAD_WORKLOADS (default mobilenetv3_large_100-b1), $SPREAD_COMPILES
+#              (3) each in fresh processes with empty caches, each artifact loaded and timed in two more
+#              (bench/compile_spread.py: do compiles of one code land on one program?)
+#   timing-probe  device_time_ms on kernels of microseconds against each replay timed alone (bench/timing_probe.py)
 #   call-overhead  a compiled program's call, piece by piece on the host ($OVERHEAD_WORKLOADS,
 #              default conv-block-b1; bench/call_overhead.py)
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
@@ -196,6 +200,11 @@ for step in $steps; do
     export-time)
       python3 bench/export_time.py --workloads "${EXPORT_WORKLOADS:-resnet50-b32,unet2d-b8}" ${EXPORT_PROFILE:+--profile} --out "$OUT" 2>&1 \
         | tee "$OUT/export-time.log" || status=1 ;;
+    compile-spread)
+      python3 bench/compile_spread.py --workloads "${SPREAD_WORKLOADS:-mobilenetv3_large_100-b1}" \
+        --compiles "${SPREAD_COMPILES:-3}" --out "$OUT" 2>&1 | tee "$OUT/compile-spread.log" || status=1 ;;
+    timing-probe)
+      python3 bench/timing_probe.py --out "$OUT" 2>&1 | tee "$OUT/timing-probe.log" || status=1 ;;
     call-overhead)
       python3 bench/call_overhead.py --workloads "${OVERHEAD_WORKLOADS:-conv-block-b1}" --out "$OUT" 2>&1 \
         | tee "$OUT/call-overhead.log" || status=1 ;;
