@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.compile_table import cache_env, environment_record  # noqa: E402
 from bench.fresh_process import last_json  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -85,11 +86,7 @@ def spread(workload: str, compiles: int, loads: int) -> dict[str, Any]:
     rows = []
     for i in range(compiles):
         with tempfile.TemporaryDirectory(prefix="dnnc-spread-") as directory:
-            env = {
-                "DNNC_CACHE_DIR": f"{directory}/dnnc",
-                "TRITON_CACHE_DIR": f"{directory}/triton",
-                "CUDA_CACHE_PATH": f"{directory}/cuda",
-            }
+            env = cache_env(Path(directory), "auto")
             artifact = f"{directory}/{workload}.dnnc"
             row = last_json([sys.executable, __file__, "--child", "compile", workload, artifact], env)
             if row.get("status", "").startswith("failed"):
@@ -120,8 +117,6 @@ def main() -> None:
         row = compile_in_child(workload, artifact) if what == "compile" else load_in_child(workload, artifact)
         print(json.dumps(row, default=str))
         return
-    from bench.compile_table import environment_record
-
     results = []
     for workload in args.workloads.split(","):
         print(f"{workload}:", flush=True)

@@ -57,7 +57,7 @@ def table_workloads() -> list[Workload]:
     return list(chosen.values())
 
 
-def _cache_env(caches: Path, variant: str) -> dict[str, str]:
+def cache_env(caches: Path, variant: str) -> dict[str, str]:
     """Each variant's own cache directories, so no variant's cold compile finds another's
     kernels: the CUDA driver's JIT cache among them (``CUDA_CACHE_PATH``), where cuDNN's
     runtime-compiled kernels are kept across processes (an H100's unet2d cold compile
@@ -104,7 +104,7 @@ def measure_workload(workload: Workload, variants: list[str], warm_variants: lis
     rows: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="dnnc-table-") as directory:
         for variant in variants:
-            env = _cache_env(Path(directory), variant)
+            env = cache_env(Path(directory), variant)
             cold = run_child(workload.name, variant, env)
             warm = run_child(workload.name, variant, env) if cold.get("status") == "ok" and variant in warm_variants else None
             rows[variant] = {"cold": cold, "warm": warm}

@@ -153,7 +153,7 @@ def measured_alone(
     env = {
         **os.environ,
         "DNNC_CACHE_DIR": str(cache),
-        "CUDA_CACHE_PATH": str(cache / "cuda"),  # the driver's JIT cache too (compile_table._cache_env)
+        "CUDA_CACHE_PATH": str(cache / "cuda"),  # the driver's JIT cache too (compile_table.cache_env)
         "TRITON_CACHE_DIR": str(cache / "triton"),
         "DNNC_PARTITION": policy,
         "DNNC_COMPILE_CACHE": str(int(compile_cache)),
