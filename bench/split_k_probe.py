@@ -9,6 +9,7 @@ convolutions with their weight as the model stores it (OIHW) and as
 
     python bench/split_k_probe.py [--out DIR]     # writes DIR/split-k-probe.json (default /tmp)
     python bench/split_k_probe.py --set resnet-large [--out DIR]    # DIR/conv-probe.json
+    python bench/split_k_probe.py --set serving-split [--out DIR]   # DIR/conv-probe.json
 """
 
 from __future__ import annotations
@@ -103,6 +104,14 @@ SHAPE_SETS = {
             for i, (h, c) in enumerate(((56, 64), (28, 128), (14, 256), (7, 512)), start=1)
         },
     },
+    "serving-split": {
+        **{
+            f"stage{i}-3x3-b32": conv(h, c, c, 32) for i, (h, c) in enumerate(((56, 64), (28, 128), (14, 256), (7, 512)), start=1)
+        },
+        "stage3-reduce-b32": conv(14, 1024, 256, 32, k=1, pad=0),
+        "stage4-reduce-b32": conv(7, 2048, 512, 32, k=1, pad=0),
+        "stage4-3x3-b128": conv(7, 512, 512, 128),
+    },
     "summed": {
         f"stage{i}-summed-b{n}": summed(h, c2, o, n, stride)
         for n in (32, 128)
@@ -114,6 +123,8 @@ SHAPE_SETS = {
 """``split-k``: ResNet-50's batch-1 products with few tiles and a long K; ``resnet-large``:
 its stem (on the 4 channels the input is padded to) and its stride-1 3x3 convolutions at
 the serving batches, where the products are long and FLOPs or bytes bound them;
+``serving-split``: batch-32 products of a few waves of 128 x 128 tiles or less (the 3x3
+convolutions and stage 3's and 4's reductions), also timed with K split;
 ``summed``: the four blocks of ResNet-50 that change width, their expansion and
 downsample as one kernel, at the serving batches."""
 EXTRA_CONFIGS = [
@@ -125,8 +136,27 @@ EXTRA_CONFIGS = [
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4},
     {"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 8, "num_stages": 4},
 ]
-"""Configs beyond ``configs.candidates`` timed for the ``resnet-large`` set (blocks cut to
-the product's sizes by ``_tile`` as the candidates are): larger tiles and deeper pipelines."""
+"""Configs beyond ``configs.candidates`` timed for the ``resnet-large`` and ``serving-split``
+sets (blocks cut to the product's sizes by ``_tile`` as the candidates are): larger tiles
+and deeper pipelines."""
+SPLIT_BASES = [(128, 128, 64, 4, 3), (128, 128, 64, 8, 3), (64, 128, 64, 4, 3)]
+SPLITS = (2, 3, 4)
+FEW_WAVES = 2 * 132
+"""``serving-split`` times each of ``SPLIT_BASES`` with K cut into each of ``SPLITS``
+slices where the product has at most this many 128 x 128 tiles (two waves of an H200)."""
+
+
+def split_configs(m: int, n: int, k: int) -> list[dict]:
+    """``SPLIT_BASES`` x ``SPLITS`` for a product of few 128 x 128 tiles, each slice at
+    least ``BLOCK_K`` long; none for a larger one."""
+    if math.ceil(m / 128) * math.ceil(n / 128) > FEW_WAVES:
+        return []
+    return [
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": w, "num_stages": st, "SPLIT_K": s}
+        for bm, bn, bk, w, st in SPLIT_BASES
+        for s in SPLITS
+        if k // s >= bk
+    ]
 
 
 def _program(name: str, ir: str) -> Program:
@@ -169,14 +199,22 @@ def timed(
         return {"status": f"failed: {type(e).__name__}: {str(e)[:200]}"}
 
 
-def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = ()) -> dict:
-    """``weights``: as ``prepared`` takes it; ``extra``: configs timed after the candidates."""
+def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = (), split: bool = False) -> dict:
+    """``weights``: as ``prepared`` takes it; ``extra``: configs timed after the candidates;
+    ``split``: ``split_configs`` too."""
     group, ins, want = prepared(name, ir, device, weights)
     info = GroupInfo.of(group)
     rows = []
     m, n, k, _ = product_sizes(info.anchor)
     offered = candidates(info, capability_of(device))
-    more = [_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)) for c in extra]
+    extra = [*extra, *(split_configs(m, n, k) if split else [])]
+    more = [
+        {
+            **_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)),
+            **({"SPLIT_K": c["SPLIT_K"]} if "SPLIT_K" in c else {}),
+        }
+        for c in extra
+    ]
     for config in _unique(offered + more):
         rows.append({"config": config, **timed(group, generate(group, config, info=info), config, ins, want, device)})
         print(f"{name:14s} {weights} {json.dumps(config):105s} {rows[-1].get('ms', rows[-1].get('status'))}", flush=True)
@@ -202,13 +240,13 @@ def main() -> None:
     parser.add_argument("--set", choices=sorted(SHAPE_SETS), default="split-k", help="which products (SHAPE_SETS)")
     args = parser.parse_args()
     device = torch.device("cuda")
-    large = args.set == "resnet-large"
+    large = args.set in ("resnet-large", "serving-split")
     out = args.out / f"{'split-k' if args.set == 'split-k' else 'conv'}-probe.json"
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for name, ir in SHAPE_SETS[args.set].items():
         for weights in ("ohwi",) if large else ("oihw", "ohwi") if "3x3" in name else ("oihw",):
-            results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else []))
+            results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else [], args.set == "serving-split"))
         results[-1]["library_ms"] = library_ms(name, ir, device)
         print(f"{name:14s} torch (cuDNN / cuBLAS, no epilogue) {results[-1]['library_ms']:.4f}", flush=True)
         out.write_text(json.dumps({"environment": environment(), "results": results}, indent=1) + "\n")  # each shape as it ends
