@@ -72,6 +72,13 @@
 #              on GPU g, each with its share of the cores; JSON and log under $OUT/gpu<g> (four GPUs: the
 #              whole suite in one call); $SUITE_QUIET: workloads bound by the host, run after
 #              them on GPU 0 alone (under $OUT/quiet)
+#   ab         the same workloads compiled cold (`auto`) by the commit before and by this tree, each
+#              workload by both in turn so the two share the machine's state: $AB_WORKLOADS (comma-
+#              separated), the commit before's tree in .ab-before/ (scripts/ab_tree.sh REV makes it; name
+#              .ab-before in the call's carry), $AB_TIMEOUT_S a compile (default 110); JSON and log
+#              under $OUT/ab ($AB_NAME goes into the file names)
+#   pack       everything under $OUT in one $OUT/out.tgz (the device hands back at most 8 files):
+#              the last step of a call that writes more
 #   setup      nothing but the above (wheels, bytecode, versions): what lanes' commands need
 #   lanes      $LANE_<g> (a shell command) on GPU g, all GPUs at once; logs and files under $OUT/gpu<g>
 #   zoo-bench  the zoo workloads against PyTorch eager, eager in a CUDA graph and
@@ -255,6 +262,22 @@ for step in $steps; do
       # tables and the chart are made again from the merged JSON.
       rm -f "$OUT"/gpu*/*.md "$OUT"/gpu*/*.png "$OUT"/quiet/*.md "$OUT"/quiet/*.png
       tail -n 4 "$OUT"/gpu*/suite.log ${SUITE_QUIET:+"$OUT"/quiet/suite.log} ;;
+    ab)
+      mkdir -p "$OUT/ab"
+      [ -d .ab-before/dnnc ] || { echo "ab: no .ab-before/ tree (scripts/ab_tree.sh REV, and carry it)"; status=2; continue; }
+      for w in ${AB_WORKLOADS//,/ }; do
+        for side in before after; do
+          tree=$PWD; [ "$side" = before ] && tree=$PWD/.ab-before
+          rest=${PYTHONPATH#"$PWD"}  # /tmp/site and the like, after this tree
+          (cd "$tree" && PYTHONPATH="$tree$rest" timeout "${AB_TIMEOUT_S:-110}" python3 bench/compile_table.py \
+            --workloads "$w" --variants auto --warm-variants "" --name "ab${AB_NAME:+-$AB_NAME}-$side-$w" --out "$OUT/ab") \
+            >> "$OUT/ab/ab-$side.log" 2>&1 || status=1
+          grep -h "run .* ms" "$OUT/ab/ab-$side.log" | tail -1 | sed "s/^/$side $w: /"
+        done
+      done ;;
+    pack)
+      tar -czf /tmp/dnnc-out.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/dnnc-out.tgz "$OUT/out.tgz" \
+        || status=1 ;;
     setup) ;;
     lanes)
       # Different work on each GPU at once: $LANE_<g> is a shell command (it may call
