@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime as dt
 import hashlib
 import json
 import sys
@@ -121,9 +120,9 @@ def main() -> None:
     for workload in args.workloads.split(","):
         print(f"{workload}:", flush=True)
         results.append(spread(workload, args.compiles, args.loads))
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = dt.date.today().isoformat()
-    path = args.out / f"compile-spread-{stamp}{'-' + args.name if args.name else ''}.json"
+    from bench.gpu_timing import result_path
+
+    path = result_path(args.out, "compile-spread", args.name)
     path.write_text(json.dumps({"environment": environment_record(), "results": results}, indent=1, default=str))
     print("wrote", path)
 

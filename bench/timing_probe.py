@@ -10,7 +10,6 @@ others, launch gaps included).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import multiprocessing as mp
 import os
@@ -26,7 +25,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu_timing import environment  # noqa: E402
+from bench.gpu_timing import environment, result_path  # noqa: E402
 from dnnc.timing import device_time_ms  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -118,8 +117,7 @@ def main() -> None:
                 p.join()
         print(json.dumps(row), flush=True)
         rows.append(row)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"timing-probe-{dt.date.today().isoformat()}.json"
+    path = result_path(args.out, "timing-probe")
     path.write_text(json.dumps({"environment": environment(), "results": rows}, indent=1))
     print("wrote", path)
 
