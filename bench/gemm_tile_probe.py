@@ -5,13 +5,15 @@ without the epilogue: what ``backends/triton/tma.py`` was chosen on.
 Shapes are ResNet-50's residual 1x1 convolutions (pixels x channels, NHWC) at batch 128
 (stages 1-4) and 32. Strategies: ``ptr`` (pointer tiles, as the generated kernels had;
 ``g8``: row tiles in groups of eight for L2 reuse), ``tma`` (TMA descriptors for the
-operands, the residual and the output, one program per tile) and ``pers1``/``pers2``
+operands, the residual and the output, one program per tile), ``early`` (the same with the
+residual read through pointers before the K loop) and ``pers1``/``pers2``
 (TMA, persistent: one or two programs per SM looping over tiles). Every kernel's result is
 checked against float32 first. Run on the GPU: ``python bench/gemm_tile_probe.py``; writes
 ``$OUT/gemm.json`` (default /tmp)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -27,6 +29,8 @@ SHAPES = {
     "s4": (128 * 7 * 7, 2048, 512),
     "s3b32": (32 * 14 * 14, 1024, 256),
     "s1b32": (32 * 56 * 56, 256, 64),
+    "s2b32": (32 * 28 * 28, 512, 128),
+    "s4b32": (32 * 7 * 7, 2048, 512),
 }
 """(M pixels, N output channels, K input channels) per stage, batch 128 unless named."""
 TILES = [
@@ -36,6 +40,8 @@ TILES = [
     (128, 256, 64, 8, 3),
     (256, 128, 64, 8, 3),
     (128, 64, 64, 4, 3),
+    (128, 128, 32, 4, 3),
+    (128, 128, 32, 8, 4),
 ]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
 
@@ -87,6 +93,23 @@ def _tma_tile(xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, B
 
 
 @triton.jit
+def tma_early_residual(
+    xd, wd, b, r, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
+):
+    """TMA operands and store; the residual read through pointers before the K loop, so
+    its latency hides behind the loop instead of following it."""
+    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    rm = pm * BM + tl.arange(0, BM)[:, None]
+    rn = pn * BN + tl.arange(0, BN)[None, :]
+    res = tl.load(r + rm * N + rn, mask=(rm < M) & (rn < N), other=0.0)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, BK):
+        acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
+    y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32) + res.to(tl.float32)
+    od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
+
+
+@triton.jit
 def tma_tiles(
     xd, wd, b, rd, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
 ):
@@ -116,11 +139,15 @@ def persistent_tma(
         _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
 
 
+STRATEGIES = frozenset({"ptr", "tma", "early", "pers"})
+"""``early``: TMA tiles with the residual read through pointers before the K loop."""
+
+
 def _time(fn) -> float:
     return triton.testing.do_bench(fn, warmup=10, rep=50) * 1e3
 
 
-def probe(m: int, n: int, k: int, sms: int) -> dict:
+def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEGIES) -> dict:
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.float16)
     w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
@@ -153,14 +180,37 @@ def probe(m: int, n: int, k: int, sms: int) -> dict:
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         name = f"{bm}x{bn}x{bk}_w{warps}s{stages}"
         launch = {"num_warps": warps, "num_stages": stages}
-        for group in (0, 8) if (bm, bn, warps) == (64, 128, 4) else (8,):
-            run(f"ptr_{name}_g{group}", pointer_tiles, tiles, x, w, b, r, o, m, n, k, bm, bn, bk, group, **launch)
+        if "ptr" in strategies:
+            for group in (0, 8) if (bm, bn, warps) == (64, 128, 4) else (8,):
+                run(f"ptr_{name}_g{group}", pointer_tiles, tiles, x, w, b, r, o, m, n, k, bm, bn, bk, group, **launch)
         xd, wd = TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk])
         rd, od = TensorDescriptor.from_tensor(r, [bm, bn]), TensorDescriptor.from_tensor(o, [bm, bn])
-        run(f"tma_{name}", tma_tiles, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
-        for per_sm in (1, 2):
-            programs = min(tiles, sms * per_sm)
-            run(f"pers{per_sm}_{name}", persistent_tma, programs, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, programs, **launch)
+        if "tma" in strategies:
+            run(f"tma_{name}", tma_tiles, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
+        if "early" in strategies:
+            run(f"early_{name}", tma_early_residual, tiles, xd, wd, b, r, od, m, n, k, bm, bn, bk, 8, **launch)
+        if "pers" in strategies:
+            for per_sm in (1, 2):
+                programs = min(tiles, sms * per_sm)
+                run(
+                    f"pers{per_sm}_{name}",
+                    persistent_tma,
+                    programs,
+                    xd,
+                    wd,
+                    b,
+                    rd,
+                    od,
+                    m,
+                    n,
+                    k,
+                    bm,
+                    bn,
+                    bk,
+                    8,
+                    programs,
+                    **launch,
+                )
     row["triton"] = kernels
     timed = [(v, tag) for tag, v in kernels.items() if isinstance(v, float)]
     row["best"] = min(timed) if timed else None
@@ -168,8 +218,13 @@ def probe(m: int, n: int, k: int, sms: int) -> dict:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--strategies", default=",".join(sorted(STRATEGIES)))
+    args = ap.parse_args()
+    strategies = frozenset(args.strategies.split(","))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    out: dict = {name: probe(*shape, sms) for name, shape in SHAPES.items()}
+    out: dict = {name: probe(*SHAPES[name], sms, strategies) for name in args.shapes.split(",")}
     for name, row in out.items():
         print(name, {k: v for k, v in row.items() if k != "triton"}, flush=True)
     out["device"] = torch.cuda.get_device_name()
