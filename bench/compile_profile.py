@@ -11,6 +11,8 @@ kernels of torch.compile's program (``mode="reduce-overhead"``, as the suite run
 by time per call, from ``torch.profiler``, so the two programs can be set side by side;
 ``--own-kernels`` lists dnnc's the same way (its call as a user makes it: the CUDA-graph
 replay). Each cuDNN step also names its plan and the time that plan was tuned at.
+``--keep-auto`` builds ``auto``'s cover even where the whole-program contest would keep
+a single-backend program, to see where its steps lose against their prices.
 ``--memory`` records the allocator's history over the cold compile and the first call
 and lists what was live at its peak by the dnnc line that allocated it
 (``bench/memory_peak.py``), beside what the program holds (``summary()["memory"]``).
@@ -109,7 +111,14 @@ def _resolve(dotted: str) -> Any:
 
 
 def profile(
-    workload: str, policy: str, out_dir: Path, top: int, full: bool, own_kernels: bool = False, memory: bool = False
+    workload: str,
+    policy: str,
+    out_dir: Path,
+    top: int,
+    full: bool,
+    own_kernels: bool = False,
+    memory: bool = False,
+    keep_auto: bool = False,
 ) -> dict[str, Any]:
     model, inputs = WORKLOADS[workload].build()
     model = model.eval().cuda().half()
@@ -118,7 +127,7 @@ def profile(
     snapshot: dict[str, Any] = {}
     covers: list[dict[str, Any]] = []
     try:
-        with knobs.override(partition=policy, cache_dir=Path(cache)), contenders_seen(covers):
+        with knobs.override(partition=policy, cache_dir=Path(cache)), contenders_seen(covers), auto_cover_kept(keep_auto):
             profiler = cProfile.Profile() if full else None
             started = time.perf_counter()
             with CallTimers() as timers, recorded(snapshot) if memory else contextlib.nullcontext():
@@ -195,6 +204,28 @@ def profile(
         "contest": record.get("programs"),
         "auto_covers": covers,
     }
+
+
+@contextlib.contextmanager
+def auto_cover_kept(keep: bool) -> Any:
+    """With ``keep``: the whole-program contest sees ``auto``'s cover alone, so the program
+    built and profiled is that cover even where a single-backend program would beat it:
+    its steps in place set beside what each group was timed at alone."""
+    if not keep:
+        yield
+        return
+    from dnnc.partition import partitioner
+
+    original = partitioner.contest
+
+    def auto_only(program: Any, contenders: Any) -> Any:
+        return original(program, {k: v for k, v in contenders.items() if k == "auto"})
+
+    partitioner.contest = auto_only  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        partitioner.contest = original  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
@@ -304,11 +335,14 @@ def main() -> None:
         action="store_true",
         help="Record the allocator's history: what was live at the compile's peak, and where from.",
     )
+    parser.add_argument(
+        "--keep-auto", action="store_true", help="Build auto's cover even where a single-backend program beats it."
+    )
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = [
-        profile(w, p, out_dir, args.top, args.cprofile, args.own_kernels, args.memory)
+        profile(w, p, out_dir, args.top, args.cprofile, args.own_kernels, args.memory, args.keep_auto)
         for w in args.workloads.split(",")
         for p in args.policies.split(",")
     ]

@@ -10,6 +10,7 @@ convolutions with their weight as the model stores it (OIHW) and as
     python bench/split_k_probe.py [--out DIR]     # writes DIR/split-k-probe.json (default /tmp)
     python bench/split_k_probe.py --set resnet-large [--out DIR]    # DIR/conv-probe.json
     python bench/split_k_probe.py --set serving-split [--out DIR]   # DIR/conv-probe.json
+    python bench/split_k_probe.py --set split-grid [--out DIR]      # DIR/conv-probe.json
 """
 
 from __future__ import annotations
@@ -96,6 +97,11 @@ def conv(h: int, c: int, o: int, n: int = 1, k: int = 3, stride: int = 1, pad: i
 
 SHAPE_SETS = {
     "split-k": {"stage4-3x3-b1": conv(7, 512, 512), "stage3-3x3-b1": conv(14, 256, 256), "classifier-b1": GEMV},
+    "split-grid": {
+        "stage4-3x3-b1": conv(7, 512, 512),
+        "stage3-3x3-b1": conv(14, 256, 256),
+        "stage2-3x3-b1": conv(28, 128, 128),
+    },
     "resnet-large": {
         **{f"stem-7x7-c4-b{n}": conv(224, 4, 64, n, k=7, stride=2, pad=3) for n in (1, 32, 128)},
         **{
@@ -126,7 +132,8 @@ the serving batches, where the products are long and FLOPs or bytes bound them;
 ``serving-split``: batch-32 products of a few waves of 128 x 128 tiles or less (the 3x3
 convolutions and stage 3's and 4's reductions), also timed with K split;
 ``summed``: the four blocks of ResNet-50 that change width, their expansion and
-downsample as one kernel, at the serving batches."""
+downsample as one kernel, at the serving batches; ``split-grid``: the batch-1 3x3
+convolutions with a grid of split-K tiles beyond the candidates (``grid_configs``)."""
 EXTRA_CONFIGS = [
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4},
@@ -155,6 +162,22 @@ def split_configs(m: int, n: int, k: int) -> list[dict]:
         {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": w, "num_stages": st, "SPLIT_K": s}
         for bm, bn, bk, w, st in SPLIT_BASES
         for s in SPLITS
+        if k // s >= bk
+    ]
+
+
+GRID_TILES = [(bm, bn, bk) for bm in (16, 32, 64) for bn in (64, 128) for bk in (64, 128)]
+GRID_SPLITS = (4, 8, 16, 32)
+
+
+def grid_configs(m: int, n: int, k: int) -> list[dict]:
+    """``GRID_TILES`` x ``GRID_SPLITS`` (four warps, three stages), each slice at least
+    ``BLOCK_K`` long: smaller row tiles than the candidates' 64 for a product of 49 or 196
+    rows, so more programs share K's slices and each adds up fewer partials."""
+    return [
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": 4, "num_stages": 3, "SPLIT_K": s}
+        for bm, bn, bk in GRID_TILES
+        for s in GRID_SPLITS
         if k // s >= bk
     ]
 
@@ -199,15 +222,17 @@ def timed(
         return {"status": f"failed: {type(e).__name__}: {str(e)[:200]}"}
 
 
-def probe(name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = (), split: bool = False) -> dict:
+def probe(
+    name: str, ir: str, weights: str, device: torch.device, extra: list[Config] = (), split: bool = False, grid: bool = False
+) -> dict:
     """``weights``: as ``prepared`` takes it; ``extra``: configs timed after the candidates;
-    ``split``: ``split_configs`` too."""
+    ``split``: ``split_configs`` too; ``grid``: ``grid_configs`` too."""
     group, ins, want = prepared(name, ir, device, weights)
     info = GroupInfo.of(group)
     rows = []
     m, n, k, _ = product_sizes(info.anchor)
     offered = candidates(info, capability_of(device))
-    extra = [*extra, *(split_configs(m, n, k) if split else [])]
+    extra = [*extra, *(split_configs(m, n, k) if split else []), *(grid_configs(m, n, k) if grid else [])]
     more = [
         {
             **_tile(c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c["num_warps"], c["num_stages"], (m, n, k)),
@@ -245,8 +270,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for name, ir in SHAPE_SETS[args.set].items():
-        for weights in ("ohwi",) if large else ("oihw", "ohwi") if "3x3" in name else ("oihw",):
-            results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else [], args.set == "serving-split"))
+        grid = args.set == "split-grid"
+        for weights in ("ohwi",) if large or grid else ("oihw", "ohwi") if "3x3" in name else ("oihw",):
+            results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else [], args.set == "serving-split", grid))
         results[-1]["library_ms"] = library_ms(name, ir, device)
         print(f"{name:14s} torch (cuDNN / cuBLAS, no epilogue) {results[-1]['library_ms']:.4f}", flush=True)
         out.write_text(json.dumps({"environment": environment(), "results": results}, indent=1) + "\n")  # each shape as it ends

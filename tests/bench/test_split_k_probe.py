@@ -28,3 +28,13 @@ def test_k_is_split_only_for_few_tiles_and_slices_of_a_block_or_more() -> None:
     assert FEW_WAVES < 32 * 56 * 56 // 128
     short = split_configs(1024, 256, 128)  # K of two blocks: two slices at most
     assert short and all(128 // c["SPLIT_K"] >= c["BLOCK_K"] for c in short)
+
+
+def test_the_grid_cuts_rows_to_16_and_keeps_each_slice_a_block_long() -> None:
+    from bench.split_k_probe import GRID_SPLITS, grid_configs
+
+    stage4 = grid_configs(49, 512, 9 * 512)
+    assert {c["BLOCK_M"] for c in stage4} == {16, 32, 64} and {c["SPLIT_K"] for c in stage4} == set(GRID_SPLITS)
+    assert all((9 * 128) // c["SPLIT_K"] >= c["BLOCK_K"] for c in grid_configs(784, 128, 9 * 128))
+    assert len(grid_configs(784, 128, 9 * 128)) < len(stage4), "K = 1152 is cut into 32 slices of 64 at most"
+    assert sorted(SHAPE_SETS["split-grid"]) == ["stage2-3x3-b1", "stage3-3x3-b1", "stage4-3x3-b1"]
