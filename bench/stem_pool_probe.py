@@ -36,13 +36,13 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.stem_probe import SHAPES as STEM_SHAPES
+
 SHAPES = {
     "tiny": (2, 3, 20, 16, 7, 2, 3),
     "tiny-wide": (1, 3, 150, 16, 7, 2, 3),
     "tiny-3x3": (1, 3, 33, 16, 3, 2, 1),
-    "resnet-b1": (1, 3, 224, 64, 7, 2, 3),
-    "resnet-b32": (32, 3, 224, 64, 7, 2, 3),
-    "resnet-b128": (128, 3, 224, 64, 7, 2, 3),
+    **{name: shape for name, shape in STEM_SHAPES.items() if name.startswith("resnet")},
 }
 """(batch, in channels, size, out channels, window, stride, padding); pool 3x3/2 after."""
 
@@ -220,6 +220,30 @@ def _rel(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-12))
 
 
+def _checked_and_timed(name: str, label: str, run, configs: list[dict], args: tuple, want, check_only: bool) -> list[dict]:
+    """Each config of ``run`` checked against ``want`` first, then (on a GPU) timed as a
+    CUDA-graph replay; a config that does not build (shared memory, registers) or is
+    wrong is recorded so, not timed."""
+    entries = []
+    for cfg in configs:
+        try:
+            got = run(*args, cfg).permute(0, 3, 1, 2)
+        except Exception as e:  # a config past the shared memory or registers
+            entries.append({**cfg, "status": f"error: {type(e).__name__}"})
+            continue
+        entry = {**cfg, "rel_error": _rel(got, want)}
+        if entry["rel_error"] > 5e-3:
+            entry["status"] = "wrong"
+        elif not check_only:
+            from bench.gpu_timing import in_cuda_graph, median_ms
+
+            replay, _ = in_cuda_graph(lambda cfg=cfg: run(*args, cfg))
+            entry["ms"] = median_ms(replay)
+        entries.append(entry)
+        print(name, label, entry, flush=True)
+    return entries
+
+
 def probe(name: str, check_only: bool, configs: list[dict], row_configs: list[dict]) -> dict:
     shape = SHAPES[name]
     n, cin, size, co, k, stride, pad = shape
@@ -241,41 +265,8 @@ def probe(name: str, check_only: bool, configs: list[dict], row_configs: list[di
     flops = 2 * n * oh * oh * co * cin * k * k
     record["gflop"] = flops / 1e9
     record["floor_bytes_mb"] = (n * size * size * cpad + n * ph * ph * co) * 2 / 1e6
-    fused, rows = [], []
-    for cfg in configs:
-        try:
-            got = conv_pool(xp, wp, ks, bh, shape, cfg).permute(0, 3, 1, 2)
-        except Exception as e:  # a config past the shared memory or registers
-            fused.append({**cfg, "status": f"error: {type(e).__name__}"})
-            continue
-        err = _rel(got, want)
-        entry = {**cfg, "rel_error": err}
-        if err > 5e-3:
-            entry["status"] = "wrong"
-        elif not check_only:
-            from bench.gpu_timing import in_cuda_graph, median_ms
-
-            replay, _ = in_cuda_graph(lambda cfg=cfg: conv_pool(xp, wp, ks, bh, shape, cfg))
-            entry["ms"] = median_ms(replay)
-        fused.append(entry)
-        print(name, "fused", entry, flush=True)
-    for cfg in row_configs:
-        try:
-            got = conv_rows(xp, wp, ks, bh, shape, cfg).permute(0, 3, 1, 2)
-        except Exception as e:
-            rows.append({**cfg, "status": f"error: {type(e).__name__}"})
-            continue
-        err = _rel(got, want_conv)
-        entry = {**cfg, "rel_error": err}
-        if err > 5e-3:
-            entry["status"] = "wrong"
-        elif not check_only:
-            from bench.gpu_timing import in_cuda_graph, median_ms
-
-            replay, _ = in_cuda_graph(lambda cfg=cfg: conv_rows(xp, wp, ks, bh, shape, cfg))
-            entry["ms"] = median_ms(replay)
-        rows.append(entry)
-        print(name, "conv rows", entry, flush=True)
+    fused = _checked_and_timed(name, "fused", conv_pool, configs, (xp, wp, ks, bh, shape), want, check_only)
+    rows = _checked_and_timed(name, "conv rows", conv_rows, row_configs, (xp, wp, ks, bh, shape), want_conv, check_only)
     record["fused"] = fused
     record["conv_rows"] = rows
     if not check_only:
