@@ -72,11 +72,12 @@
 #              on GPU g, each with its share of the cores; JSON and log under $OUT/gpu<g> (four GPUs: the
 #              whole suite in one call); $SUITE_QUIET: workloads bound by the host, run after
 #              them on GPU 0 alone (under $OUT/quiet)
-#   ab         the same workloads compiled cold (`auto`) by the commit before and by this tree, each
-#              workload by both in turn so the two share the machine's state: $AB_WORKLOADS (comma-
-#              separated), the commit before's tree in .ab-before/ (scripts/ab_tree.sh REV makes it; name
-#              .ab-before in the call's carry), $AB_TIMEOUT_S a compile (default 110); JSON and log
-#              under $OUT/ab ($AB_NAME goes into the file names)
+#   ab         the same workloads compiled cold (`auto`) by other trees and by this one, each
+#              workload by all in turn so they share the machine's state: $AB_WORKLOADS (comma-
+#              separated); $AB_SIDES (default "before after"): "after" is this tree, any other
+#              name a tree in .ab-<name>/ (scripts/ab_tree.sh REV [NAME] makes it; name it in the
+#              call's carry); $AB_TIMEOUT_S a compile (default 110); JSON and log per side under
+#              $OUT/ab ($AB_NAME goes into the file names)
 #   pack       everything under $OUT in one $OUT/out.tgz (the device hands back at most 8 files):
 #              the last step of a call that writes more
 #   setup      nothing but the above (wheels, bytecode, versions): what lanes' commands need
@@ -264,10 +265,12 @@ for step in $steps; do
       tail -n 4 "$OUT"/gpu*/suite.log ${SUITE_QUIET:+"$OUT"/quiet/suite.log} ;;
     ab)
       mkdir -p "$OUT/ab"
-      [ -d .ab-before/dnnc ] || { echo "ab: no .ab-before/ tree (scripts/ab_tree.sh REV, and carry it)"; status=2; continue; }
+      sides=${AB_SIDES:-before after}
+      missing=$(for side in $sides; do [ "$side" = after ] || [ -d ".ab-$side/dnnc" ] || echo ".ab-$side"; done)
+      [ -z "$missing" ] || { echo "ab: no tree in" $missing "(scripts/ab_tree.sh REV NAME, and carry it)"; status=2; continue; }
       for w in ${AB_WORKLOADS//,/ }; do
-        for side in before after; do
-          tree=$PWD; [ "$side" = before ] && tree=$PWD/.ab-before
+        for side in $sides; do
+          tree=$PWD; [ "$side" = after ] || tree=$PWD/.ab-$side
           rest=${PYTHONPATH#"$PWD"}  # /tmp/site and the like, after this tree
           (cd "$tree" && PYTHONPATH="$tree$rest" timeout "${AB_TIMEOUT_S:-110}" python3 bench/compile_table.py \
             --workloads "$w" --variants auto --warm-variants "" --name "ab${AB_NAME:+-$AB_NAME}-$side-$w" --out "$OUT/ab") \
