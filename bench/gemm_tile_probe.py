@@ -83,10 +83,17 @@ def pointer_tiles(
 
 
 @triton.jit
-def _tma_tile(xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def _tma_product(xd, wd, pm, pn, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tile's product, its operands through TMA."""
     acc = tl.zeros((BM, BN), tl.float32)
     for k0 in range(0, K, BK):
         acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
+    return acc
+
+
+@triton.jit
+def _tma_tile(xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK)
     rn = pn * BN + tl.arange(0, BN)
     y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :] + rd.load([pm * BM, pn * BN]).to(tl.float32)
     od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
@@ -102,9 +109,7 @@ def tma_early_residual(
     rm = pm * BM + tl.arange(0, BM)[:, None]
     rn = pn * BN + tl.arange(0, BN)[None, :]
     res = tl.load(r + rm * N + rn, mask=(rm < M) & (rn < N), other=0.0)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k0 in range(0, K, BK):
-        acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
+    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK)
     y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32) + res.to(tl.float32)
     od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
 

@@ -268,9 +268,9 @@ def main() -> None:
     large = args.set in ("resnet-large", "serving-split")
     out = args.out / f"{'split-k' if args.set == 'split-k' else 'conv'}-probe.json"
     args.out.mkdir(parents=True, exist_ok=True)
+    grid = args.set == "split-grid"
     results = []
     for name, ir in SHAPE_SETS[args.set].items():
-        grid = args.set == "split-grid"
         for weights in ("ohwi",) if large or grid else ("oihw", "ohwi") if "3x3" in name else ("oihw",):
             results.append(probe(name, ir, weights, device, EXTRA_CONFIGS if large else [], args.set == "serving-split", grid))
         results[-1]["library_ms"] = library_ms(name, ir, device)

@@ -59,6 +59,19 @@ ROW_CONFIGS = [
 
 
 @triton.jit
+def _kernel_row(
+    x_ptr, w_ptr, n, oh, r, iw, col_ok, k, s, c, co, acc, H, W,
+    C: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr, KS: tl.constexpr, CO: tl.constexpr,
+):  # fmt: skip
+    """``acc`` plus kernel row ``r``'s product: the input row it reads at the row's columns
+    (``S * C`` contiguous NHWC elements each) by that row of the packed weight."""
+    ih = oh * STRIDE - PAD + r + 0 * s[None, :]  # a tensor: the interpreter masks with tensors only
+    a = tl.load(x_ptr + ((n * H + ih) * W + iw) * C + c[None, :], mask=col_ok & (ih >= 0) & (ih < H), other=0.0)
+    wr = tl.load(w_ptr + (r * KS + k[:, None]) * CO + co[None, :])
+    return tl.dot(a, wr, acc)
+
+
+@triton.jit
 def _conv_row(
     x_ptr, w_ptr, n, oh, ow, k, co, H, W,
     C: tl.constexpr, R: tl.constexpr, S: tl.constexpr, STRIDE: tl.constexpr, PAD: tl.constexpr,
@@ -73,16 +86,10 @@ def _conv_row(
     acc = tl.zeros([M, CO], dtype=tl.float32)
     if UNROLL:
         for r in tl.static_range(R):
-            ih = oh * STRIDE - PAD + r + 0 * s[None, :]  # a tensor: the interpreter masks with tensors only
-            a = tl.load(x_ptr + ((n * H + ih) * W + iw) * C + c[None, :], mask=col_ok & (ih >= 0) & (ih < H), other=0.0)
-            wr = tl.load(w_ptr + (r * KS + k[:, None]) * CO + co[None, :])
-            acc = tl.dot(a, wr, acc)
+            acc = _kernel_row(x_ptr, w_ptr, n, oh, r, iw, col_ok, k, s, c, co, acc, H, W, C, STRIDE, PAD, KS, CO)
     else:
         for r in range(R):
-            ih = oh * STRIDE - PAD + r + 0 * s[None, :]
-            a = tl.load(x_ptr + ((n * H + ih) * W + iw) * C + c[None, :], mask=col_ok & (ih >= 0) & (ih < H), other=0.0)
-            wr = tl.load(w_ptr + (r * KS + k[:, None]) * CO + co[None, :])
-            acc = tl.dot(a, wr, acc)
+            acc = _kernel_row(x_ptr, w_ptr, n, oh, r, iw, col_ok, k, s, c, co, acc, H, W, C, STRIDE, PAD, KS, CO)
     return acc
 
 
