@@ -9,7 +9,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dnnc.ir import tcp
-from dnnc.ir.attrs import ints
+from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import numel, shape_of
 
 SOURCE_OPS = tcp.SOURCE_OPS
@@ -113,3 +113,33 @@ def has_one_use(value: SSAValue) -> bool:
 PINNED_ATTR = "dnnc.pinned"
 """On a transpose a pass placed where it is on purpose (a kernel's output layout,
 ``triton-channels-last``): ``sink-transposes`` does not move it."""
+
+
+NCHW_INPUTS_ATTR = "dnnc.nchw_inputs"
+"""On a group extracted to be timed alone (``partition.extract``): the 4-D inputs that the
+whole program hands it NCHW (``handed_channels_last`` is false for them), which
+``triton-channels-last-boundary`` leaves NCHW."""
+
+
+def handed_channels_last(value: SSAValue) -> bool:
+    """Whether a 4-D value reaches its readers channels-last in a GPU program: an ungrouped
+    convolution's result (cuDNN's and Triton's convolutions store NHWC), seen through the
+    elementwise ops and poolings that ``sink-transposes`` runs in its layout, or a
+    channels-last tensor brought back to NCHW. A norm's or a product's result, a program
+    input, arrive NCHW: a convolution reading one reads its channels H x W apart."""
+    seen: set[Operation] = set()
+    stack = [value]
+    while stack:
+        owner = stack.pop().owner
+        if not isinstance(owner, Operation) or owner in seen:
+            continue
+        seen.add(owner)
+        if isinstance(owner, tcp.Conv2dOp):
+            if int(scalar(owner.groups)) == 1:
+                return True
+        elif isinstance(owner, tcp.TransposeOp):
+            if tuple(ints(owner.permutation)) == TO_NCHW:
+                return True
+        elif isinstance(owner, (*tcp.ELEMENTWISE_OPS, tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
+            stack.extend(v for v in owner.operands if len(shape_of(v)) == 4)
+    return False

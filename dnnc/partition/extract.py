@@ -16,8 +16,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dnnc.ir import tcp
+from dnnc.ir.analysis import NCHW_INPUTS_ATTR, handed_channels_last
+from dnnc.ir.attrs import i64_array, scalar
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
+from dnnc.ir.types import shape_of
 from dnnc.ir.work import boundary_values
 
 
@@ -54,7 +57,21 @@ def extract(ops: Sequence[Operation], params: ParamStore) -> Program:
         mapping.update(zip(op.results, clone.results))
     block.add_op(func.ReturnOp(*[mapping[v] for v in writes]))
     fn = func.FuncOp(ENTRY, ([v.type for v in inputs], [v.type for v in writes]), Region(block))
+    nchw = _nchw_inputs(ops, inputs)
+    if nchw:
+        fn.attributes[NCHW_INPUTS_ATTR] = i64_array(nchw)
     return Program(ModuleOp([fn]), store)
+
+
+def _nchw_inputs(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> list[int]:
+    """Where the group holds an ungrouped convolution: its 4-D inputs that the program
+    hands it NCHW (``analysis.handed_channels_last``). Timed alone, a Triton convolution
+    reads the others channels-last, as it will beside cuDNN's convolutions; these it reads
+    as its real producer (a group norm, say) stores them. Part of the group's text, so a
+    convolution after a norm and the same one after a convolution are timed apart."""
+    if not any(isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == 1 for op in ops):
+        return []
+    return [i for i, v in enumerate(inputs) if len(shape_of(v)) == 4 and not handed_channels_last(v)]
 
 
 def identity_text(program: Program) -> str:

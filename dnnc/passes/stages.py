@@ -33,7 +33,7 @@ TRITON_ALONE_STAGE = (
     "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-conv-weights,triton-fuse,dce"
 )
 """A Triton candidate timed alone, lowered as ``PARTITIONED`` lowers it in the whole
-program: a 1x1 convolution reads and writes its neighbours' channels-last tensors
+program: a convolution reads and writes its neighbours' channels-last tensors
 (``triton-channels-last-boundary``)."""
 
 PARTITIONED = (
@@ -42,7 +42,7 @@ PARTITIONED = (
 )
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.
-Triton 1x1 convolutions hand their results on channels-last (``triton-channels-last``)
+Triton convolutions hand their results on channels-last (``triton-channels-last``)
 and elementwise Triton code between convolutions (a residual add and ReLU left out of
 a cuDNN graph) runs channels-last like them: without ``sink-transposes`` the residual
 stream stayed NCHW, and each such kernel wrote it in both layouts and read one against

@@ -34,20 +34,54 @@ func.func @residual(%x: tensor<2x8x5x5xf16>, %r: tensor<2x16x5x5xf16>) -> tensor
   func.return %y : tensor<2x16x5x5xf16>
 }
 
-// Without a 1x1 convolution (a 3x3 one), and on one pixel per image, the program is left as it is.
+// A 3x3 convolution too: timed alone, one kernel reads and stores NHWC (K over the window's
+// taps and the contiguous channels), as between cuDNN convolutions.
 // CHECK-LABEL: func.func @spatial
-// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16>
-// CHECK-NOT:     tcp.transpose
+// CHECK-SAME:    (%{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE-LABEL: func.func @spatial
+// ALONE-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE:         %[[G:.*]] = tcp.isolated_group(%[[X]], %{{.*}}) {backend = "triton", kind = "conv2d"}
+// ALONE:           tcp.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// ALONE-NEXT:      tcp.conv2d
+// ALONE-NEXT:      tcp.transpose %{{.*}} {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
+// ALONE:         func.return %[[G]] : tensor<2x5x5x8xf16>
 func.func @spatial(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
   %w = tcp.param @w3 : tensor<8x8x3x3xf16>
   %c = tcp.conv2d %x, %w {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
   func.return %c : tensor<2x8x5x5xf16>
 }
 
+// On one pixel per image, and with a depthwise convolution, the program is left as it is.
 // CHECK-LABEL: func.func @one_pixel
 // CHECK-NOT:     tcp.transpose
 func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
   %w = tcp.param @w1 : tensor<4x8x1x1xf16>
   %c = tcp.conv2d %x, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x1x1xf16>, tensor<4x8x1x1xf16>) -> tensor<2x4x1x1xf16>
   func.return %c : tensor<2x4x1x1xf16>
+}
+
+// CHECK-LABEL: func.func @depthwise
+// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16>
+// CHECK-NOT:     tcp.transpose
+func.func @depthwise(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @wd : tensor<8x1x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 3 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x5x5xf16>, tensor<8x1x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %c : tensor<2x8x5x5xf16>
+}
+
+// An input the program hands NCHW (a group norm's result, named by partition.extract) stays
+// NCHW; the other input and the result are channels-last, and the attribute is dropped.
+// CHECK-LABEL: func.func @after_a_norm
+// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>, %{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// CHECK-NOT:     dnnc.nchw_inputs
+// ALONE-LABEL: func.func @after_a_norm
+// ALONE-SAME:    (%[[X:.*]]: tensor<2x8x5x5xf16>, %[[R:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE:         tcp.isolated_group(%[[X]], %{{.*}}, %[[R]]) {backend = "triton", kind = "conv2d"}
+// ALONE-NEXT:    ^bb0
+// ALONE-NEXT:      tcp.conv2d
+func.func @after_a_norm(%x: tensor<2x8x5x5xf16>, %r: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> attributes {dnnc.nchw_inputs = array<i64: 0>} {
+  %w = tcp.param @w3 : tensor<8x8x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
+  %s = tcp.add %c, %r {dnnc.part = 4 : i64} : tensor<2x8x5x5xf16>
+  func.return %s : tensor<2x8x5x5xf16>
 }

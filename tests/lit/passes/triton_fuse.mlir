@@ -269,3 +269,42 @@ func.func @conv_prologues(%x: tensor<2x5x5x6xf16>) -> (tensor<2x7x5x5xf16>, tens
   %c2 = tcp.conv2d %t, %w2 {dnnc.part = 2 : i64, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x3x3xf16>
   func.return %c1, %c2 : tensor<2x7x5x5xf16>, tensor<2x7x3x3xf16>
 }
+
+// One 3x3 convolution reading a 1x1 convolution's channels-last result takes the transpose
+// back into its own kernel: the 1x1 kernel stores NHWC and the 3x3 one reads its K tiles
+// (taps x channels) along the channels. A single 1x1 reader leaves the transpose to the
+// producer's kernel (stored NCHW, read as rows of pixels).
+// CHECK-LABEL: func.func @window_prologue
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x5x5x6xf16>
+// CHECK:         tcp.isolated_group(%[[P]], {{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose
+// CHECK-NEXT:      tcp.conv2d
+func.func @window_prologue(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x5x5xf16> {
+  %w1 = tcp.param @w1 : tensor<6x6x1x1xf16>
+  %c1 = tcp.conv2d %x, %w1 {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
+  %n = tcp.transpose %c1 {dnnc.part = 1 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x5x5xf16> -> tensor<2x5x5x6xf16>
+  %r = tcp.clamp %n {dnnc.part = 1 : i64, min = 0.0 : f64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %w3 = tcp.param @w3 : tensor<6x6x3x3xf16>
+  %c3 = tcp.conv2d %t, %w3 {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x3x3xf16>) -> tensor<2x6x5x5xf16>
+  func.return %c3 : tensor<2x6x5x5xf16>
+}
+
+// CHECK-LABEL: func.func @pixelwise_reader
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x6x5x5xf16>
+// CHECK:           tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.yield
+// CHECK:         tcp.isolated_group(%[[P]], {{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.conv2d
+func.func @pixelwise_reader(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x5x5xf16> {
+  %w1 = tcp.param @w1 : tensor<6x6x1x1xf16>
+  %c1 = tcp.conv2d %x, %w1 {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
+  %n = tcp.transpose %c1 {dnnc.part = 1 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x5x5xf16> -> tensor<2x5x5x6xf16>
+  %r = tcp.clamp %n {dnnc.part = 1 : i64, min = 0.0 : f64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %w2 = tcp.param @w2 : tensor<6x6x1x1xf16>
+  %c2 = tcp.conv2d %t, %w2 {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
+  func.return %c2 : tensor<2x6x5x5xf16>
+}
