@@ -28,22 +28,32 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dnnc.backends.triton.configs import split_k
 from dnnc.backends.triton.fusion import PART_ATTR
+from dnnc.backends.triton.skeleton import product_sizes
 from dnnc.ir import tcp
-from dnnc.ir.analysis import NCHW_INPUTS_ATTR, PINNED_ATTR, TO_NCHW, TO_NHWC
+from dnnc.ir.analysis import NCHW_INPUTS_ATTR, PINNED_ATTR, TO_NCHW, TO_NHWC, is_one_by_one_conv
 from dnnc.ir.attrs import i64_array, ints, scalar
 from dnnc.ir.types import shape_of
 
 
 def hands_channels_last(op: Operation) -> bool:
-    """A partitioned ungrouped convolution (1x1 or with a window, strided or not: its rows
-    are its output pixels either way) with a used result of more than one pixel per
-    image: on one pixel (a squeeze-excite FC) both layouts are one, and the transposes
-    would become reshapes the kernel cannot end in. A grouped or depthwise one keeps
-    its own tiles (``kernels._channelwise_conv``: channels by pixels)."""
+    """A partitioned ungrouped 1x1 convolution (strided or not: its rows are its output
+    pixels either way), or one with a window whose product splits K (``configs.split_k``:
+    few output tiles, a long K), with a used result of more than one pixel per image: on
+    one pixel (a squeeze-excite FC) both layouts are one, and the transposes would become
+    reshapes the kernel cannot end in. A grouped or depthwise one keeps its own tiles
+    (``kernels._channelwise_conv``: channels by pixels).
+
+    A windowed convolution of many tiles stays NCHW at its edges: handed channels-last
+    too, ResNet-50's 3x3 convolutions at batch 32 were priced on Triton at 0.017-0.025 ms
+    and chosen, and ran slower in the program than timed alone (0.928 -> 1.019 ms, H200,
+    ``compile-table-2026-11-28-h200-edge-layouts-*.json``)."""
     if not isinstance(op, tcp.Conv2dOp) or PART_ATTR not in op.attributes:
         return False
     if scalar(op.groups) != 1 or not op.result.uses:
+        return False
+    if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)):
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
 

@@ -180,7 +180,10 @@ and 128 (H200, ``bench/summed_probe.py``): 128 x 128 x 64 with four warps in sta
 
 
 SPLIT_K_PROGRAMS = 128
-"""Programs a split-K product aims at: about one per multiprocessor of an H100 or H200 (132)."""
+"""Programs a split-K product of at most ``SMALL_M`` rows aims at: about one per
+multiprocessor of an H100 or H200 (132)."""
+SPLIT_K_ROW_PROGRAMS = 256
+"""... and one of more rows, cut into 16-row tiles: about two per multiprocessor."""
 FEW_TILES = 32
 """Products with at most this many 64 x 64 output tiles (batch included) get split-K configs."""
 LONG_K = 1024
@@ -190,16 +193,21 @@ MIN_SLICE = 128
 
 def split_k(m: int, n: int, k: int, batch: int = 1) -> list[Config]:
     """Split-K configs of a product with few output tiles and a long K, most slices first:
-    64 x 64 tiles (16 rows for ``SMALL_M`` products), K cut into as many slices as bring
-    the programs to about ``SPLIT_K_PROGRAMS`` while each keeps ``MIN_SLICE``, and half
-    as many. ResNet-50's stage-4 3x3 convolutions at batch 1 (49 x 512 x 4608) are 8
-    such tiles: without a split, 8 programs loop over K while the rest of the GPU waits."""
-    bm = 16 if m <= SMALL_M else 64
-    tiles = math.ceil(m / bm) * math.ceil(n / 64) * batch
-    if tiles > FEW_TILES or k < LONG_K:
+    16 x 64 tiles, K cut into as many slices as bring the programs to about
+    ``SPLIT_K_PROGRAMS`` (``SPLIT_K_ROW_PROGRAMS`` past ``SMALL_M`` rows) while each keeps
+    ``MIN_SLICE``, and half as many. ResNet-50's stage-4 3x3 convolutions at batch 1
+    (49 x 512 x 4608) are 8 such 64 x 64 tiles: without a split, 8 programs loop over K
+    while the rest of the GPU waits. Cut into 16-row tiles and 8 slices (256 programs) that
+    convolution ran 6.8 us alone, against 11.1 as 64-row tiles in 16 slices (128 programs)
+    and cuDNN's 11.8; stage 3's (196 x 256 x 2304) 6.3 in 4 slices, against 7.2 and 8.2
+    (H200, ``split-grid`` set of ``bench/split_k_probe.py``). The classifier (1 x 1000 x
+    2048) ran fastest in 8 slices of 16 x 64 tiles (H100, ``split-k-probe-2026-11-27-h100.json``)."""
+    if math.ceil(m / 64) * math.ceil(n / 64) * batch > FEW_TILES or k < LONG_K:
         return []
-    most = 1 << int(math.log2(max(1, min(SPLIT_K_PROGRAMS // tiles, k // MIN_SLICE, MAX_SPLIT_K))))
-    return [{**_tile(bm, 64, 64, 4, 3, (m, n, k)), "SPLIT_K": slices} for slices in (most, most // 2) if slices > 1]
+    tiles = math.ceil(m / 16) * math.ceil(n / 64) * batch
+    aim = SPLIT_K_PROGRAMS if m <= SMALL_M else SPLIT_K_ROW_PROGRAMS
+    most = 1 << int(math.log2(max(1, min(aim // tiles, k // MIN_SLICE, MAX_SPLIT_K))))
+    return [{**_tile(16, 64, 64, 4, 3, (m, n, k)), "SPLIT_K": slices} for slices in (most, most // 2) if slices > 1]
 
 
 def product(m: int, n: int, k: int, tma: bool = False, batch: int = 1) -> list[Config]:

@@ -97,14 +97,16 @@ def test_the_kernel_counts_slices_and_owns_its_scratch() -> None:
 
 def test_products_with_few_tiles_and_a_long_k_get_split_configs() -> None:
     # ResNet-50's stage-4 3x3 convolution at batch 1: 49 pixels x 512 channels, K = 4608
-    assert [c["SPLIT_K"] for c in split_k(49, 512, 4608)] == [16, 8]
-    assert [c["SPLIT_K"] for c in split_k(196, 256, 2304)] == [8, 4]  # stage 3: 16 tiles
+    # 16-row tiles (4 x 8 of them), split to about two programs per multiprocessor
+    assert [(c["BLOCK_M"], c["SPLIT_K"]) for c in split_k(49, 512, 4608)] == [(16, 8), (16, 4)]
+    assert [c["SPLIT_K"] for c in split_k(196, 256, 2304)] == [4, 2]  # stage 3: 13 x 4 tiles
     assert split_k(49, 512, 576) == [], "a short K is not split"
     assert split_k(6272, 512, 4608) == [], "at batch 128 the tiles fill the GPU"
     assert split_k(1, 1000, 2048)[0]["BLOCK_M"] == 16, "a GEMV keeps 16-row tiles"
     configs = product(49, 512, 4608)
-    assert configs[0]["SPLIT_K"] == 16, "the config a candidate is priced with is the most split"
-    assert any("SPLIT_K" not in c for c in configs) and configs[-1]["SPLIT_K"] == 8
+    assert configs[0]["SPLIT_K"] == 8, "the config a candidate is priced with is the most split"
+    assert any("SPLIT_K" not in c for c in configs) and configs[-1]["SPLIT_K"] == 4
+    assert [c["SPLIT_K"] for c in split_k(1, 1000, 2048)] == [8, 4], "a GEMV aims at one program per multiprocessor"
     assert "SPLIT_K" not in product(6272, 512, 4608)[0]
     pair = launch_bound_pair(configs)
     assert pair[0] == configs[0] and "SPLIT_K" not in pair[1], "a launch-bound product also times an unsplit config"

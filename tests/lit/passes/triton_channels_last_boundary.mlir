@@ -34,21 +34,22 @@ func.func @residual(%x: tensor<2x8x5x5xf16>, %r: tensor<2x16x5x5xf16>) -> tensor
   func.return %y : tensor<2x16x5x5xf16>
 }
 
-// A 3x3 convolution too: timed alone, one kernel reads and stores NHWC (K over the window's
-// taps and the contiguous channels), as between cuDNN convolutions.
+// A 3x3 convolution whose product splits K too (25 pixels x 128 channels, K = 1152): timed
+// alone, one kernel reads and stores NHWC (K over the window's taps and the contiguous
+// channels), as between cuDNN convolutions. One of a short K is left as it is (@short_window).
 // CHECK-LABEL: func.func @spatial
-// CHECK-SAME:    (%{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// CHECK-SAME:    (%{{.*}}: tensor<1x5x5x128xf16>) -> tensor<1x5x5x128xf16>
 // ALONE-LABEL: func.func @spatial
-// ALONE-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE-SAME:    (%[[X:.*]]: tensor<1x5x5x128xf16>) -> tensor<1x5x5x128xf16>
 // ALONE:         %[[G:.*]] = tcp.isolated_group(%[[X]], %{{.*}}) {backend = "triton", kind = "conv2d"}
-// ALONE:           tcp.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+// ALONE:           tcp.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>} : tensor<1x5x5x128xf16> -> tensor<1x128x5x5xf16>
 // ALONE-NEXT:      tcp.conv2d
-// ALONE-NEXT:      tcp.transpose %{{.*}} {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
-// ALONE:         func.return %[[G]] : tensor<2x5x5x8xf16>
-func.func @spatial(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
-  %w = tcp.param @w3 : tensor<8x8x3x3xf16>
-  %c = tcp.conv2d %x, %w {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
-  func.return %c : tensor<2x8x5x5xf16>
+// ALONE-NEXT:      tcp.transpose %{{.*}} {permutation = array<i64: 0, 2, 3, 1>} : tensor<1x128x5x5xf16> -> tensor<1x5x5x128xf16>
+// ALONE:         func.return %[[G]] : tensor<1x5x5x128xf16>
+func.func @spatial(%x: tensor<1x128x5x5xf16>) -> tensor<1x128x5x5xf16> {
+  %w = tcp.param @w3 : tensor<128x128x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x5x5xf16>, tensor<128x128x3x3xf16>) -> tensor<1x128x5x5xf16>
+  func.return %c : tensor<1x128x5x5xf16>
 }
 
 // On one pixel per image, and with a depthwise convolution, the program is left as it is.
@@ -72,16 +73,25 @@ func.func @depthwise(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
 // An input the program hands NCHW (a group norm's result, named by partition.extract) stays
 // NCHW; the other input and the result are channels-last, and the attribute is dropped.
 // CHECK-LABEL: func.func @after_a_norm
-// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>, %{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// CHECK-SAME:    (%{{.*}}: tensor<1x128x5x5xf16>, %{{.*}}: tensor<1x5x5x128xf16>) -> tensor<1x5x5x128xf16>
 // CHECK-NOT:     dnnc.nchw_inputs
 // ALONE-LABEL: func.func @after_a_norm
-// ALONE-SAME:    (%[[X:.*]]: tensor<2x8x5x5xf16>, %[[R:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE-SAME:    (%[[X:.*]]: tensor<1x128x5x5xf16>, %[[R:.*]]: tensor<1x5x5x128xf16>) -> tensor<1x5x5x128xf16>
 // ALONE:         tcp.isolated_group(%[[X]], %{{.*}}, %[[R]]) {backend = "triton", kind = "conv2d"}
 // ALONE-NEXT:    ^bb0
 // ALONE-NEXT:      tcp.conv2d
-func.func @after_a_norm(%x: tensor<2x8x5x5xf16>, %r: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> attributes {dnnc.nchw_inputs = array<i64: 0>} {
-  %w = tcp.param @w3 : tensor<8x8x3x3xf16>
-  %c = tcp.conv2d %x, %w {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
-  %s = tcp.add %c, %r {dnnc.part = 4 : i64} : tensor<2x8x5x5xf16>
-  func.return %s : tensor<2x8x5x5xf16>
+func.func @after_a_norm(%x: tensor<1x128x5x5xf16>, %r: tensor<1x128x5x5xf16>) -> tensor<1x128x5x5xf16> attributes {dnnc.nchw_inputs = array<i64: 0>} {
+  %w = tcp.param @w3 : tensor<128x128x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x5x5xf16>, tensor<128x128x3x3xf16>) -> tensor<1x128x5x5xf16>
+  %s = tcp.add %c, %r {dnnc.part = 4 : i64} : tensor<1x128x5x5xf16>
+  func.return %s : tensor<1x128x5x5xf16>
+}
+
+// CHECK-LABEL: func.func @short_window
+// CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16>
+// CHECK-NOT:     tcp.transpose
+func.func @short_window(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @w8 : tensor<8x8x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 5 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %c : tensor<2x8x5x5xf16>
 }
