@@ -7,7 +7,8 @@ product on its vocabulary padded to 50304 columns (``gpu-aligned-products``), an
 query, key and value as one product (``gpu-merged-products``). ResNet-50's 1x1 expansions
 and downsamples have had no record since 2026-11-28, so that its compile prices the kernel
 that runs a block's expansion and downsample together (``ops.summed_products``), which no
-record can name."""
+record can name; its 3x3 convolutions of stages 2-4 none since 2026-11-29, so that it prices
+Triton's split-K kernels for them (``configs.split_k``)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,25 @@ BENCHMARKED: list[tuple[str, dict[str, Any], int, tuple[str, ...]]] = [
         (
             *("conv_bias_add_relu 1x64x56x56 weight 256x64x1x1",) * 4,
             "conv_bias_add_relu 1x256x56x56 weight 512x256x1x1",
-            *("conv_bias_add_relu 1x128x28x28 weight 512x128x1x1",) * 4,
+            "conv_bias_relu 1x128x56x56 weight 128x128x3x3",
+            *(
+                "conv_bias_add_relu 1x128x28x28 weight 512x128x1x1",
+                "conv_bias_relu 1x128x28x28 weight 128x128x3x3",
+            )
+            * 3,
+            "conv_bias_add_relu 1x128x28x28 weight 512x128x1x1",
             "conv_bias_add_relu 1x512x28x28 weight 1024x512x1x1",
-            *("conv_bias_add_relu 1x256x14x14 weight 1024x256x1x1",) * 6,
+            "conv_bias_relu 1x256x28x28 weight 256x256x3x3",
+            *(
+                "conv_bias_add_relu 1x256x14x14 weight 1024x256x1x1",
+                "conv_bias_relu 1x256x14x14 weight 256x256x3x3",
+            )
+            * 5,
+            "conv_bias_add_relu 1x256x14x14 weight 1024x256x1x1",
             "conv_bias_add_relu 1x1024x14x14 weight 2048x1024x1x1",
-            *("conv_bias_add_relu 1x512x7x7 weight 2048x512x1x1",) * 3,
+            "conv_bias_relu 1x512x14x14 weight 512x512x3x3",
+            *("conv_bias_add_relu 1x512x7x7 weight 2048x512x1x1", "conv_bias_relu 1x512x7x7 weight 512x512x3x3") * 2,
+            "conv_bias_add_relu 1x512x7x7 weight 2048x512x1x1",
         ),
     ),
     ("conv_block", {"batch": 1}, 1, ()),

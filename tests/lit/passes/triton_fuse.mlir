@@ -291,12 +291,15 @@ func.func @window_prologue(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x5x5xf16> {
   func.return %c3 : tensor<2x6x5x5xf16>
 }
 
+// A single 1x1 reader takes the transpose too: its producer stores NHWC and it reads the
+// channels-last rows (as the partitioner timed it alone).
 // CHECK-LABEL: func.func @pixelwise_reader
-// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x6x5x5xf16>
-// CHECK:           tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x5x5x6xf16>
+// CHECK:           tcp.clamp
 // CHECK-NEXT:      tcp.yield
 // CHECK:         tcp.isolated_group(%[[P]], {{.*}}) {backend = "triton", kind = "conv2d"}
 // CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
 // CHECK-NEXT:      tcp.conv2d
 func.func @pixelwise_reader(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x5x5xf16> {
   %w1 = tcp.param @w1 : tensor<6x6x1x1xf16>
