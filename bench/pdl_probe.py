@@ -12,9 +12,11 @@ earlier kernel writes: those could be read before the wait.
 
 The chain alternates ResNet-50's stage-3 bottleneck 1x1 products at batch 1 (196 pixels,
 1024 <-> 256 channels), each with a ReLU, ping-ponging two activation buffers. Variants:
-``plain`` (no PDL), ``pdl`` (launched with PDL, the wait before any load) and
-``pdl-weights`` (the first K tile of the weights loaded before the wait; ``weights-first``
-is that kernel without PDL). Every variant's
+``plain`` (no PDL); ``pdl`` (launched with PDL, the wait before any load, the next kernel
+let launch after the K loop); ``pdl-no-trigger`` (the same without that trigger: the next
+kernel launches as each program exits, which a code generator can have without knowing
+where a kernel's loop ends); ``pdl-weights`` (as ``pdl``, the first K tile of the weights
+loaded before the wait; ``weights-first`` is that kernel without PDL). Every variant's
 result is checked against float32 first; a variant the GPU, driver or CUDA graph capture
 refuses is reported as such.
 
@@ -40,9 +42,15 @@ SHAPES = {
 }
 """(pixels, wide channels, narrow channels): the chain alternates wide -> narrow and back."""
 
-VARIANTS = {"plain": (False, False), "weights-first": (False, True), "pdl": (True, False), "pdl-weights": (True, True)}
-"""(launched with PDL, weights' first K tile read before the wait); ``weights-first``
-without PDL is the kernel ``pdl-weights`` runs, launched plainly."""
+VARIANTS = {
+    "plain": (False, False, False),
+    "weights-first": (False, True, False),
+    "pdl": (True, False, True),
+    "pdl-no-trigger": (True, False, False),
+    "pdl-weights": (True, True, True),
+}
+"""(launched with PDL, weights' first K tile read before the wait, dependents let launch
+after the K loop)."""
 
 
 @triton.jit
@@ -58,6 +66,7 @@ def product_relu(
     BK: tl.constexpr,
     USE_GDC: tl.constexpr,
     WEIGHTS_FIRST: tl.constexpr,
+    TRIGGER: tl.constexpr,
 ):
     """``y = relu(x @ w.T)`` for row-major ``x`` (M x K) and ``w`` (N x K)."""
     pm = tl.program_id(0)
@@ -80,7 +89,7 @@ def product_relu(
         wt = tl.load(w + rn * K + (k0 + kk[:, None]), mask=(rn < N) & (k0 + kk[:, None] < K), other=0.0)
         a = tl.load(x + rm * K + (k0 + kk[None, :]), mask=(rm < M) & (k0 + kk[None, :] < K), other=0.0)
         acc += tl.dot(a, wt)
-    if USE_GDC:
+    if TRIGGER:
         tl.extra.cuda.gdc_launch_dependents()
     tl.store(y + rm * N + rn, tl.maximum(acc, 0.0).to(y.dtype.element_ty), mask=(rm < M) & (rn < N))
 
@@ -112,7 +121,7 @@ def reference(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
 
 def chain(x: torch.Tensor, weights: list[torch.Tensor], buffers, variant: str) -> torch.Tensor:
     """Launches the chain; returns the buffer holding its result."""
-    pdl, weights_first = VARIANTS[variant]
+    pdl, weights_first, trigger = VARIANTS[variant]
     bm, bn, bk = BLOCKS
     m = x.shape[0]
     src = x
@@ -121,7 +130,7 @@ def chain(x: torch.Tensor, weights: list[torch.Tensor], buffers, variant: str) -
         dst = buffers[i % 2]  # even kernels narrow the rows, odd ones widen them back
         grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
         extra = {"launch_pdl": True} if pdl else {}
-        product_relu[grid](src, w, dst, m, n, k, bm, bn, bk, pdl, weights_first, num_warps=4, num_stages=3, **extra)
+        product_relu[grid](src, w, dst, m, n, k, bm, bn, bk, pdl, weights_first, trigger, num_warps=4, num_stages=3, **extra)
         src = dst
     return src
 
