@@ -388,6 +388,22 @@ def test_contest_times_close_contenders_and_takes_the_fastest(monkeypatch) -> No
     assert contest.contest(None, {"broken": (1.0, "broken")})[:3:2] == ("broken", None), "nothing timed: the first stands"
 
 
+def test_the_triton_only_program_is_built_only_within_its_tighter_margin(monkeypatch) -> None:
+    """``contest.MARGINS``: a Triton-only program predicted 1.2x the cheapest is not built
+    (none such has won), a cuDNN-only one predicted the same is; within 1.1x both are."""
+    from dnnc.partition import contest
+
+    built: list[str] = []
+    monkeypatch.setattr(contest, "build_and_time", lambda program, build: built.append(build) or contest.Built(None, build, 1.0))
+    contenders = {"auto": (1.0, "auto"), "cudnn-only": (1.2, "cudnn-only"), "triton-only": (1.2, "triton-only")}
+    _, report, _ = contest.contest(None, contenders)
+    assert built == ["auto", "cudnn-only"]
+    assert report["triton-only"]["skipped"] == "predicted over 1.1x the cheapest cover"
+    built.clear()
+    contest.contest(None, {**contenders, "triton-only": (1.08, "triton-only")})
+    assert built == ["auto", "cudnn-only", "triton-only"]
+
+
 @pytest.mark.parametrize("fastest", ["auto", "cudnn-only", "triton-only"])
 def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest: str) -> None:
     """GPU timing replaced: each contending program is built on a copy (checked by
@@ -413,6 +429,7 @@ def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest
 
     monkeypatch.setattr(contest, "build_and_time", fake_build)
     monkeypatch.setattr(contest, "MARGIN", 100.0)
+    monkeypatch.setattr(contest, "MARGINS", {})
     record = partitioned(program, "auto")
     assert set(kernels) == {"auto", "cudnn-only", "triton-only"}
     assert len(pricings) == 1, "the contenders' covers come from the one pricing"
@@ -439,6 +456,7 @@ def test_the_compile_goes_on_with_the_contest_winner_as_built(monkeypatch, own_c
     monkeypatch.setattr(partitioner, "should_measure", lambda: True)
     monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
     monkeypatch.setattr(contest, "MARGIN", 100.0)
+    monkeypatch.setattr(contest, "MARGINS", {})
     times = {"auto": 2.0, "cudnn-only": 1.0, "triton-only": 3.0}
     built: dict[str, Program] = {}
 

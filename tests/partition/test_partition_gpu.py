@@ -42,7 +42,7 @@ def test_auto_partition_measured(name: str, monkeypatch: pytest.MonkeyPatch) -> 
     assert "auto" in timed, programs
     cheapest = min(c["predicted_ms"] for c in programs.values())
     for policy, c in programs.items():  # built and timed exactly where predicted within the margin (or the same program)
-        near = c["predicted_ms"] <= contest.MARGIN * cheapest
+        near = c["predicted_ms"] <= contest.margin(policy) * cheapest
         assert ("skipped" not in c) == near or "same_program_as" in c, (policy, programs)
     assert timed[record["programs"]["winner"]] == min(timed.values()), "the fastest whole program is realized"
     if not record["programs"].get("cached"):  # the contest's winner is the compiled program, not built again
