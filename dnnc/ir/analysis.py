@@ -98,6 +98,12 @@ def is_one_by_one_conv(op: object) -> bool:
     return (kh, kw) == (1, 1) and not any(ints(op.padding))
 
 
+def is_ungrouped_conv(op: object) -> bool:
+    """A convolution every output channel of which reads every input channel: an implicit
+    GEMM whose K runs over all input channels (not a grouped or depthwise one)."""
+    return isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == 1
+
+
 def is_pixelwise_conv(op: object) -> bool:
     """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
     so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
@@ -135,7 +141,7 @@ def handed_channels_last(value: SSAValue) -> bool:
             continue
         seen.add(owner)
         if isinstance(owner, tcp.Conv2dOp):
-            if int(scalar(owner.groups)) == 1:
+            if is_ungrouped_conv(owner):
                 return True
         elif isinstance(owner, tcp.TransposeOp):
             if tuple(ints(owner.permutation)) == TO_NCHW:

@@ -153,11 +153,12 @@ def contest(program: Program, contenders: Mapping[str, tuple[float, Build]]) -> 
     covers: dict[Any, str] = {}
     for name, (predicted, build) in contenders.items():
         entry: dict[str, Any] = {"predicted_ms": predicted}
+        limit = margin(name)
         cover = getattr(build, "cover", None)
         if cover is not None and cover in covers:  # the same groups and configs: the same program
             entry.update(program_ms=report[covers[cover]].get("program_ms"), same_program_as=covers[cover])
-        elif predicted > margin(name) * cheapest:
-            entry["skipped"] = f"predicted over {margin(name)}x the cheapest cover"
+        elif predicted > limit * cheapest:
+            entry["skipped"] = f"predicted over {limit}x the cheapest cover"
         else:
             progress.stage(f"gpu-partition: timing {name}'s whole program")
             started = time.perf_counter()

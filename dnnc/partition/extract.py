@@ -16,8 +16,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import NCHW_INPUTS_ATTR, handed_channels_last
-from dnnc.ir.attrs import i64_array, scalar
+from dnnc.ir.analysis import NCHW_INPUTS_ATTR, handed_channels_last, is_ungrouped_conv
+from dnnc.ir.attrs import i64_array
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import ENTRY, Program
 from dnnc.ir.types import shape_of
@@ -69,7 +69,7 @@ def _nchw_inputs(ops: Sequence[Operation], inputs: Sequence[SSAValue]) -> list[i
     reads the others channels-last, as it will beside cuDNN's convolutions; these it reads
     as its real producer (a group norm, say) stores them. Part of the group's text, so a
     convolution after a norm and the same one after a convolution are timed apart."""
-    if not any(isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == 1 for op in ops):
+    if not any(is_ungrouped_conv(op) for op in ops):
         return []
     return [i for i, v in enumerate(inputs) if len(shape_of(v)) == 4 and not handed_channels_last(v)]
 

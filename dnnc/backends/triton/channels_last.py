@@ -32,8 +32,8 @@ from dnnc.backends.triton.configs import split_k
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.backends.triton.skeleton import product_sizes
 from dnnc.ir import tcp
-from dnnc.ir.analysis import NCHW_INPUTS_ATTR, PINNED_ATTR, TO_NCHW, TO_NHWC, is_one_by_one_conv
-from dnnc.ir.attrs import i64_array, ints, scalar
+from dnnc.ir.analysis import NCHW_INPUTS_ATTR, PINNED_ATTR, TO_NCHW, TO_NHWC, is_one_by_one_conv, is_ungrouped_conv
+from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.types import shape_of
 
 
@@ -49,9 +49,7 @@ def hands_channels_last(op: Operation) -> bool:
     too, ResNet-50's 3x3 convolutions at batch 32 were priced on Triton at 0.017-0.025 ms
     and chosen, and ran slower in the program than timed alone (0.928 -> 1.019 ms, H200,
     ``compile-table-2026-11-28-h200-edge-layouts-*.json``)."""
-    if not isinstance(op, tcp.Conv2dOp) or PART_ATTR not in op.attributes:
-        return False
-    if scalar(op.groups) != 1 or not op.result.uses:
+    if not is_ungrouped_conv(op) or PART_ATTR not in op.attributes or not op.result.uses:
         return False
     if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)):
         return False

@@ -65,8 +65,8 @@ from dnnc.backends.triton.ops import (
     summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, is_output_view
-from dnnc.ir.attrs import ints, scalar
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, is_output_view, is_ungrouped_conv
+from dnnc.ir.attrs import ints
 from dnnc.ir.types import numel, shape_of
 
 CLONED = (tcp.ConstantOp, tcp.IotaOp)
@@ -256,9 +256,7 @@ def conv_prologue(op: Operation) -> bool:
     if not isinstance(op, tcp.TransposeOp) or PINNED_ATTR in op.attributes or tuple(ints(op.permutation)) != TO_NCHW:
         return False
     uses = list(op.result.uses)
-    return bool(uses) and all(
-        isinstance(u.operation, tcp.Conv2dOp) and u.index == 0 and int(scalar(u.operation.groups)) == 1 for u in uses
-    )
+    return bool(uses) and all(is_ungrouped_conv(u.operation) and u.index == 0 for u in uses)
 
 
 def _copy_conv_prologues(block: Block) -> frozenset[Operation]:

@@ -26,8 +26,8 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from dnnc.backends.triton.skeleton import gathers
 from dnnc.ir import tcp
-from dnnc.ir.analysis import TO_NCHW, is_pixelwise_conv
-from dnnc.ir.attrs import ints, scalar
+from dnnc.ir.analysis import TO_NCHW, is_pixelwise_conv, is_ungrouped_conv
+from dnnc.ir.attrs import ints
 from dnnc.ir.types import element_name, element_of, shape_of, torch_dtype
 
 TMA_CAPABILITY = 90
@@ -108,7 +108,7 @@ def operands(anchor: Operation | None, group: tcp.IsolatedGroupOp) -> tuple[Oper
     ):
         return None
     if isinstance(anchor, tcp.Conv2dOp):
-        if not is_pixelwise_conv(anchor) or scalar(anchor.groups) != 1:
+        if not is_pixelwise_conv(anchor) or not is_ungrouped_conv(anchor):
             return None
         weight = _own_arg(anchor.weight, group)
         lhs = _conv_input(anchor, group)
