@@ -35,6 +35,10 @@ import torch
 import triton
 import triton.language as tl
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.gpu_timing import environment, in_cuda_graph, median_ms
+
 SHAPES = {
     "resnet-b1-stage3": (196, 1024, 256),
     "resnet-b1-stage2": (784, 512, 128),
@@ -141,31 +145,22 @@ def probe(shape: tuple[int, int, int], kernels: int, variants: list[str]) -> dic
     row: dict = {"shape": list(shape), "kernels": kernels}
     for variant in variants:
         try:
-            got = chain(x, weights, buffers, variant).float()
-            torch.cuda.synchronize()
-            err = ((got - want).abs().max() / want.abs().max()).item()
+            err = relative_error(chain(x, weights, buffers, variant), want)
             if err > 2e-2:
                 row[variant] = f"wrong by {err:.2e}"
                 continue
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                chain(x, weights, buffers, variant)
-            graph.replay()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            samples = []
-            for _ in range(25):
-                start.record()
-                for _ in range(10):
-                    graph.replay()
-                end.record()
-                end.synchronize()
-                samples.append(start.elapsed_time(end) / 10)
-            ms = sorted(samples)[len(samples) // 2]
+            replay, _ = in_cuda_graph(lambda variant=variant: chain(x, weights, buffers, variant))
+            ms = median_ms(replay)
             row[variant] = {"ms": round(ms, 5), "us_per_kernel": round(ms * 1e3 / kernels, 3), "rel_error": err}
         except Exception as e:  # a GPU, driver or capture without PDL
             row[variant] = f"error: {str(e)[:300]}"
     return row
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """Largest difference over the largest magnitude of the float32 result."""
+    got, want = got.float().cpu(), want.cpu()
+    return ((got - want).abs().max() / want.abs().max()).item()
 
 
 def chain_error(shape: tuple[int, int, int], variant: str, seed: int = 0) -> float:
@@ -174,9 +169,7 @@ def chain_error(shape: tuple[int, int, int], variant: str, seed: int = 0) -> flo
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = torch.float16 if device == "cuda" else torch.float32
     x, weights, buffers = operands(shape, 4, device, dtype, seed)
-    got = chain(x, weights, buffers, variant).float().cpu()
-    want = reference(x.cpu(), [w.cpu() for w in weights])
-    return ((got - want).abs().max() / want.abs().max()).item()
+    return relative_error(chain(x, weights, buffers, variant), reference(x.cpu(), [w.cpu() for w in weights]))
 
 
 def check_only(shape: tuple[int, int, int]) -> None:
@@ -205,8 +198,7 @@ def main() -> None:
     out: dict = {name: probe(SHAPES[name], args.kernels, args.variants.split(",")) for name in names}
     for name in names:
         print(name, out[name], flush=True)
-    out["device"] = torch.cuda.get_device_name()
-    out["versions"] = {"torch": torch.__version__, "triton": triton.__version__}
+    out["environment"] = environment()
     path = Path(args.out) / "pdl-probe.json"
     path.write_text(json.dumps(out, indent=1))
     print("wrote", path)
