@@ -42,6 +42,7 @@ from bench.gpu_timing import environment, in_cuda_graph, median_ms
 SHAPES = {
     "resnet-b1-stage3": (196, 1024, 256),
     "resnet-b1-stage2": (784, 512, 128),
+    "resnet-b32-stage3": (6272, 1024, 256),
     "tiny": (20, 48, 32),
 }
 """(pixels, wide channels, narrow channels): the chain alternates wide -> narrow and back."""
@@ -98,8 +99,10 @@ def product_relu(
     tl.store(y + rm * N + rn, tl.maximum(acc, 0.0).to(y.dtype.element_ty), mask=(rm < M) & (rn < N))
 
 
-BLOCKS = (16, 64, 64)
-"""BM x BN x BK: dnnc's few-row product tile (``configs.product`` at 16 rows)."""
+def blocks(m: int) -> tuple[int, int, int, int]:
+    """BM x BN x BK and warps: dnnc's few-row product tile (``configs.product`` at 16 rows)
+    up to a thousand rows, a 128 x 128 tile at a serving batch's."""
+    return (16, 64, 64, 4) if m <= 1024 else (128, 128, 64, 8)
 
 
 def operands(shape: tuple[int, int, int], kernels: int, device: str, dtype: torch.dtype, seed: int = 0):
@@ -126,15 +129,15 @@ def reference(x: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
 def chain(x: torch.Tensor, weights: list[torch.Tensor], buffers, variant: str) -> torch.Tensor:
     """Launches the chain; returns the buffer holding its result."""
     pdl, weights_first, trigger = VARIANTS[variant]
-    bm, bn, bk = BLOCKS
     m = x.shape[0]
+    bm, bn, bk, warps = blocks(m)
     src = x
     for i, w in enumerate(weights):
         n, k = w.shape
         dst = buffers[i % 2]  # even kernels narrow the rows, odd ones widen them back
         grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
         extra = {"launch_pdl": True} if pdl else {}
-        product_relu[grid](src, w, dst, m, n, k, bm, bn, bk, pdl, weights_first, trigger, num_warps=4, num_stages=3, **extra)
+        product_relu[grid](src, w, dst, m, n, k, bm, bn, bk, pdl, weights_first, trigger, num_warps=warps, num_stages=3, **extra)
         src = dst
     return src
 
@@ -182,7 +185,7 @@ def check_only(shape: tuple[int, int, int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", default="resnet-b1-stage3,resnet-b1-stage2")
+    ap.add_argument("--shape", default="resnet-b1-stage3,resnet-b1-stage2,resnet-b32-stage3")
     ap.add_argument("--kernels", type=int, default=32)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--check-only", action="store_true")
