@@ -74,6 +74,7 @@ COMPILE_SETTINGS = (
     "tuning_spec_defaults",
     "kernel_compiler",
     "float64",
+    "pdl",
 )
 """The ``Knobs`` fields that change what a compile produces (the tuning-spec paths are
 keyed by their files' contents)."""

@@ -99,6 +99,12 @@ class Knobs:
     gpu_backends: str = "cudnn,triton"
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
+    pdl: bool = True
+    """Launch Triton kernels with Programmatic Dependent Launch on Hopper and later: each
+    kernel is let onto the GPU while the one before it drains, and waits
+    (``griddepcontrol.wait``) before it reads anything. On an H200, chains of 32
+    dependent products took 0.27-0.64 us less per kernel (``bench/pdl_probe.py``,
+    BENCHMARKS.md). (DNNC_PDL)"""
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
@@ -149,6 +155,7 @@ _ENV = {
     "tuning_specs": "DNNC_TUNING_SPECS",
     "tuning_spec_path": "DNNC_TUNING_SPEC_PATH",
     "tuning_spec_defaults": "DNNC_TUNING_SPEC_DEFAULTS",
+    "pdl": "DNNC_PDL",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "compile_workers": "DNNC_COMPILE_WORKERS",
     "kernel_compiler": "DNNC_KERNEL_COMPILER",
@@ -166,6 +173,7 @@ _BOOLS = (
     "measure",
     "measure_autotune",
     "cuda_graph",
+    "pdl",
     "tuning_spec_defaults",
 )
 _COUNTS = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from dnnc import knobs
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
@@ -25,11 +26,14 @@ MAX_ROW_TILE = 8192
 
 Config = dict[str, int]
 
-CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "SPLIT_K", "num_warps", "num_stages")
-OPTIONAL_KEYS = ("TMA", "SPLIT_K", "num_warps", "num_stages")
+CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "SPLIT_K", "PDL", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
-options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``) and
-``SPLIT_K`` (a product's K cut into that many slices, each its own programs)."""
+options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
+``SPLIT_K`` (a product's K cut into that many slices, each its own programs) and
+``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
+PDL_CAPABILITY = 90
+"""Programmatic Dependent Launch (``griddepcontrol``) is Hopper's and later's."""
 MAX_SPLIT_K = 64
 """Most slices a product's K may be cut into."""
 MAX_BLOCK = 1 << 16
@@ -48,8 +52,8 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} is not a power of two (tl.arange needs one)"
     if key.startswith("BLOCK") and value > MAX_BLOCK:
         return f"{value} is over {MAX_BLOCK}"
-    if key == "TMA" and value != 1:
-        return f"{value}: TMA is 1 where given"
+    if key in ("TMA", "PDL") and value != 1:
+        return f"{value}: {key} is 1 where given"
     if key == "SPLIT_K" and value > MAX_SPLIT_K:
         return f"{value} slices: at most {MAX_SPLIT_K}"
     if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
@@ -308,6 +312,23 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         return _unique([*summed_tiles, *(c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)])
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
     return product(m, n, k, with_tma, batch)
+
+
+def with_launch(config: Config, capability: int | None) -> Config:
+    """``config`` with ``PDL: 1`` where the kernel runs on ``sm_<capability>`` of Hopper or
+    later and ``knobs.pdl`` is on, without it elsewhere (a record built for sm_90 rebuilt
+    on sm_80, the interpreter).
+
+    A kernel launched so may start while the kernel before it in the stream still runs;
+    every program waits at its first line (``skeleton.assemble``) until that kernel has
+    finished and its memory is visible. The wait comes before any load, the weights'
+    too: a kernel that read only weights before waiting could finish before its
+    predecessor, and the kernel after it, waiting only on it, would read what the one
+    before had not yet written. Kernels of other sources (cuDNN, torch, a user's) launch
+    plainly and wait for everything before them."""
+    rest = {k: v for k, v in config.items() if k != "PDL"}
+    pdl = capability is not None and capability >= PDL_CAPABILITY and knobs.get().pdl
+    return {**rest, "PDL": 1} if pdl else rest
 
 
 def merge_base(info: GroupInfo) -> Config:

@@ -111,7 +111,7 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     import triton
 
     from dnnc.backends.triton.compiler import adopt, interpreting
-    from dnnc.backends.triton.configs import merge_base
+    from dnnc.backends.triton.configs import merge_base, with_launch
     from dnnc.backends.triton.launch import TritonKernel, capability_of, compile_group
 
     info = GroupInfo.of(op)
@@ -141,6 +141,10 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     if interpret:
         return TritonKernel(regenerated, context.device, None, config)
     capability = capability_of(context.device)
+    if config.get("PDL") and "PDL" not in with_launch(config, capability):
+        # recorded with PDL, which this GPU (or the settings here) launches without
+        config = with_launch(config, capability)
+        return TritonKernel(generate(op, config, info=info), context.device, capability, config)
     compiled = record.compiled
     fits = compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}"
     if fits and not adopt(regenerated, capability, compiled):  # the source is compiled instead

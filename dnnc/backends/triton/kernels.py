@@ -106,7 +106,7 @@ def _pointwise(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
         v = em.value(y, Index(shape_of(y), flat="offs"), "mask")
         store_output(em, out, y, v, "offs", "mask")
     block = config["BLOCK"]
-    name, text = assemble(info, em, signature, {"BLOCK": block})
+    name, text = assemble(info, em, signature, {"BLOCK": block}, config)
     return KernelSource(info.kind, name, text, signature, (math.ceil(n / block), 1, 1), launch_options(config))
 
 
@@ -144,7 +144,7 @@ def _tiled(info: GroupInfo, axes: tuple[int, int], config: dict[str, int], inter
     for y, out in zip(info.outputs, outs):
         v = em.value(y, ix, "mask")
         store_output(em, out, y, v, offset, "mask")
-    name, text = assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_N": block_n})
+    name, text = assemble(info, em, signature, {"BLOCK_M": block_m, "BLOCK_N": block_n}, config)
     return KernelSource(info.kind, name, text, signature, (programs, 1, 1), launch_options(config))
 
 
@@ -250,7 +250,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
         if tma_operands is not None:
             tile_store = _tma_epilogue(em, info, outs, signature, descriptors, (bm, bn))
         store_outputs(em, info, outs, out_ix, "cmask", tile_store)
-    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
+    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, config)
     source = KernelSource(info.kind, name, text, signature, grid, launch_options(config), tuple(descriptors), scratch=scratch)
     if tma_operands is not None:
         source.fallback = _product(info, {key: v for key, v in config.items() if key != "TMA"}, interpret)
@@ -621,7 +621,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
     em.columns = Columns(frozenset({"rc", "c_i", "pid_n"}), "cmask", f"rc < {o}")  # the channels: one per row of the tile
     store_outputs(em, info, outs, out_ix, "cmask")
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
-    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn})
+    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn}, config)
     return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(o / bn), 1), launch_options(config))
 
 
@@ -719,7 +719,7 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
         val = em.value(y, out_ix, "omask")
         store_output(em, out, y, val, offset, "omask")
     constants = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_D": block_d, "BLOCK_DV": block_dv}
-    name, text = assemble(info, em, signature, constants)
+    name, text = assemble(info, em, signature, constants, config)
     return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), launch_options(config))
 
 

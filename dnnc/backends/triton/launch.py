@@ -21,7 +21,7 @@ import torch
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair, merge_base
+from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair, merge_base, with_launch
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.skeleton import INDEX_FLAG, TileDescriptor
@@ -263,10 +263,11 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     ``configs.merge_base``, so every key the kind needs is there and a spec's record
     means what it meant where it was tuned), else the heuristics' for ``sm_<capability>``.
     A kernel of two summed convolutions takes the heuristics' too: a record is tuned for a
-    convolution alone, and may name TMA tiles or a split K that such a kernel has not."""
+    convolution alone, and may name TMA tiles or a split K that such a kernel has not.
+    Each is launched as ``configs.with_launch`` says for that GPU."""
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen or info.summed is not None:
-        return candidates(info, capability)
+        return [with_launch(c, capability) for c in candidates(info, capability)]
     base = merge_base(info)
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
     unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
@@ -274,7 +275,7 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
         raise CodegenError(
             f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
         )
-    return [{**base, **spec}]
+    return [with_launch({**base, **spec}, capability)]
 
 
 def capability_of(device: torch.device) -> int:

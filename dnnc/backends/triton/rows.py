@@ -364,5 +364,5 @@ BODIES = {
 def rows_kernel(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     k = _Row(info, config, interpret)
     BODIES[type(k.op)](k)
-    name, text = assemble(info, k.em, k.signature, {"BLOCK_M": config["BLOCK_M"], "BLOCK_R": config["BLOCK_R"]})
+    name, text = assemble(info, k.em, k.signature, {"BLOCK_M": config["BLOCK_M"], "BLOCK_R": config["BLOCK_R"]}, config)
     return KernelSource(info.kind, name, text, k.signature, (math.ceil(k.rows / config["BLOCK_M"]), 1, 1), launch_options(config))

@@ -164,10 +164,16 @@ def pointer_names(info: GroupInfo) -> tuple[dict[SSAValue, str], dict[str, str],
     return pointers, signature, outs
 
 
-def assemble(info: GroupInfo, em: KernelEmitter, signature: dict[str, str], constants: dict[str, int]) -> tuple[str, str]:
+def assemble(
+    info: GroupInfo, em: KernelEmitter, signature: dict[str, str], constants: dict[str, int], config: dict[str, int]
+) -> tuple[str, str]:
+    """The kernel's name and module text. A kernel launched with Programmatic Dependent
+    Launch (``PDL`` in its config, ``configs.with_launch``) waits for the kernel before it
+    at its first line, in every program."""
     name = f"dnnc_{info.kind}"
     lines = header(info, name, constants)
-    lines += ["", "", "@triton.jit", f"def {name}({', '.join(signature)}):", *em.lines, ""]
+    wait = ["    tl.extra.cuda.gdc_wait()"] if config.get("PDL") else []
+    lines += ["", "", "@triton.jit", f"def {name}({', '.join(signature)}):", *wait, *em.lines, ""]
     return name, "\n".join(lines)
 
 
@@ -255,4 +261,7 @@ def largest_tensor(info: GroupInfo) -> int:
 
 
 def launch_options(config: dict[str, int]) -> dict[str, int]:
-    return {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
+    """``triton.compile``'s options: warps, stages, and ``launch_pdl`` (its launcher then
+    launches with the programmatic stream serialization attribute)."""
+    options = {k: v for k, v in config.items() if k in ("num_warps", "num_stages")}
+    return {**options, "launch_pdl": True} if config.get("PDL") else options

@@ -30,8 +30,10 @@ def _describe(choice: Mapping[str, Any]) -> str:
 
 
 def _of_kernel(op: Operation, kernel: Any) -> Mapping[str, Any] | None:
-    """The config the kernel was generated with; None for a group not built here."""
-    config = dict(getattr(kernel, "config", None) or {})
+    """The config the kernel was generated with, less how it was launched (``PDL``, which
+    follows the GPU and the settings where the spec is applied); None for a group not
+    built here."""
+    config = {k: v for k, v in (getattr(kernel, "config", None) or {}).items() if k != "PDL"}
     return {"config": config} if config else None
 
 

@@ -20,7 +20,7 @@ import triton
 
 from dnnc import knobs
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import candidates
+from dnnc.backends.triton.configs import candidates, with_launch
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.ir import tcp
@@ -119,6 +119,7 @@ def adopted(sources, target) -> dict:
 def main() -> dict:
     target = compiler.cuda_target(int(sys.argv[1]) if len(sys.argv) > 1 else 90)
     kinds: dict[str, str] = {}
+    waits: dict[str, bool] = {}
     sources = []
     for case in CASES:
         program = case.program("f16")
@@ -134,6 +135,10 @@ def main() -> dict:
                     raise
                 kinds[source.kind] = kernel.asm["cubin"][:4].hex()
                 sources.append(source)
+                launched = compiler.compile_for(
+                    generate(group, with_launch(candidates(GroupInfo.of(group))[0], target.arch)), target
+                )
+                waits[source.kind] = "griddepcontrol.wait" in launched.asm["ptx"] and bool(launched.metadata.launch_pdl)
     # A second process would find every kernel in the cache.
     reloaded = all_load_from_cache(sources, target)
     adoption = adopted(sources, target)
@@ -148,6 +153,7 @@ def main() -> dict:
     return {
         **precompiled(target),
         "kinds": kinds,
+        "pdl": waits,
         "reloaded": reloaded,
         **adoption,
         "failures": failures,

@@ -1,4 +1,5 @@
-"""Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed),
+"""Every kernel kind compiles to an sm_90 cubin on this machine (no GPU needed), with
+Programmatic Dependent Launch too,
 compiled kernels come back from the content-keyed cache while failures do not, kernels
 compiled side by side in worker processes load from that cache, and
 the layout changes around channels-last convolutions read and write coalesced."""
@@ -32,6 +33,9 @@ def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
         pytest.skip(result["skip"])
     assert set(result["kinds"]) == set(KINDS)
     assert all(magic == "7f454c46" for magic in result["kinds"].values()), "a cubin is an ELF file"
+    assert result["pdl"] == dict.fromkeys(KINDS, True), (
+        "launched with PDL, every kind waits in its PTX and says so to its launcher"
+    )
     assert result["reloaded"], "every kernel loads from the cache without compiling"
     assert result["adopted"], "every kernel an artifact stores loads without compiling, cache or no cache"
     assert result["adopt_refused_other_key"], "a stored kernel under another content key is compiled again"

@@ -51,7 +51,7 @@ def test_untuned_groups_compile_their_first_config(group: tcp.IsolatedGroupOp, h
 
 
 def test_a_remembered_choice_compiles_only_that_config(group: tcp.IsolatedGroupOp, handed: list[list[str]]) -> None:
-    configs = candidates(GroupInfo.of(group))
+    configs = launch.spec_or_candidates(GroupInfo.of(group), 90)  # the configs timed on the (replaced) sm_90 GPU
     with knobs.override(autotune=True):
         launch._choices.put_json(launch._choice_key(group, torch.device("cuda"), configs, GroupInfo.of(group)), 1)
         launch.precompile_groups([group], "cuda")
@@ -82,7 +82,7 @@ def test_a_group_is_printed_once_for_all_its_configs(
     from dnnc.backends.triton import skeleton
     from dnnc.backends.triton.kernels import generate
 
-    one_by_one = [generate(group, config).text for config in candidates(GroupInfo.of(group))]
+    one_by_one = [generate(group, config).text for config in launch.spec_or_candidates(GroupInfo.of(group), 90)]
     printed: list[object] = []
     print_ir = skeleton.print_ir
     monkeypatch.setattr(skeleton, "print_ir", lambda op: printed.append(op) or print_ir(op))

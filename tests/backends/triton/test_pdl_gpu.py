@@ -1,0 +1,73 @@
+"""Programmatic Dependent Launch on a GPU (Hopper and later): models whose Triton kernels
+follow one another, and follow and precede cuDNN convolutions, compiled with the default
+(every Triton kernel launched with PDL, each waiting at its first line) compute what
+float64 computes across CUDA-graph replays on new inputs, as closely as without PDL; a
+residual read two kernels later than it was written is where a missing wait would show.
+An artifact saved with PDL loads under ``DNNC_PDL=0`` with its kernels launched plainly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import dnnc
+from dnnc import knobs
+from dnnc.models import FACTORIES
+from dnnc.numerics import relative_error
+from tests.runtime.test_gpu_models import assert_as_close_as_eager
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _hopper() -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("Programmatic Dependent Launch needs sm_90 or later")
+
+
+def _triton_configs(compiled) -> list[dict[str, int]]:
+    return [k.config for k in compiled.kernels().values() if getattr(k, "backend", None) == "triton"]
+
+
+@pytest.mark.parametrize(("name", "size"), [("bert_layer", {"batch": 2}), ("conv_block", {"batch": 2}), ("mobilenet_v2", {})])
+def test_models_launched_with_pdl_compute_what_they_compute_without(name: str, size: dict, rng: torch.Generator) -> None:
+    model, inputs = FACTORIES[name](**size)
+    model = model.eval().half()
+    cast = [x.half() if x.is_floating_point() else x for x in inputs]
+    on_gpu = [x.cuda() for x in cast]
+    compiled = {}
+    for pdl in (True, False):
+        with knobs.override(pdl=pdl):
+            compiled[pdl] = dnnc.compile(model.cuda(), on_gpu, device="cuda")
+    configs = _triton_configs(compiled[True])
+    assert configs and all(c.get("PDL") == 1 for c in configs), "every Triton kernel is launched with PDL by default"
+    assert not any("PDL" in c for c in _triton_configs(compiled[False]))
+    for _ in range(3):  # replays of the captured program on new inputs
+        fresh = [torch.randn(x.shape, generator=rng).half() if x.is_floating_point() else x for x in cast]
+        gpu = [x.cuda() for x in fresh]
+        with torch.no_grad():
+            eager = model.cuda()(*gpu).cpu()
+            expected = model.to("cpu", torch.float64)(*[x.double() if x.is_floating_point() else x for x in fresh])
+            model.to("cuda", torch.float16)
+        with_pdl, without = compiled[True](*gpu).cpu(), compiled[False](*gpu).cpu()
+        assert_as_close_as_eager(with_pdl, eager, expected, torch.float16)
+        assert relative_error(with_pdl, expected) <= 2 * max(relative_error(without, expected), 1e-3)
+
+
+def test_an_artifact_with_pdl_loads_without_it_where_the_setting_is_off(tmp_path: Path) -> None:
+    model, inputs = FACTORIES["bert_layer"](batch=2)
+    model = model.eval().half().cuda()
+    on_gpu = [x.half().cuda() if x.is_floating_point() else x.cuda() for x in inputs]
+    compiled = dnnc.compile(model, on_gpu, device="cuda")
+    want = compiled(*on_gpu).cpu()
+    path = compiled.save(tmp_path / "bert.dnnc")
+    with knobs.override(pdl=False):
+        loaded = dnnc.load(path)
+        got = loaded(*on_gpu).cpu()
+    assert not any("PDL" in c for c in _triton_configs(loaded))
+    assert relative_error(got, want) < 1e-2
+    again = dnnc.load(path)
+    assert all(c.get("PDL") == 1 for c in _triton_configs(again)), "loaded as recorded where PDL runs"
+    assert torch.equal(again(*on_gpu).cpu(), want)
