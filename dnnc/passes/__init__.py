@@ -38,6 +38,7 @@ _WHERE: dict[str, str] = {
     "assign-layouts": "dnnc.backends.cudnn.layouts:AssignLayouts",
     "lower-cudnn": "dnnc.backends.cudnn.lowering:LowerCudnn",
     "triton-fuse": "dnnc.backends.triton.fusion:TritonFuse",
+    "triton-launch-order": "dnnc.backends.triton.launch_order:TritonLaunchOrder",
     "triton-channels-last": "dnnc.backends.triton.channels_last:TritonChannelsLast",
     "triton-channels-last-boundary": "dnnc.backends.triton.channels_last:ChannelsLastBoundary",
     "triton-conv-weights": "dnnc.backends.triton.conv_weights:TritonConvWeights",

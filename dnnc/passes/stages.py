@@ -26,11 +26,13 @@ CUDNN_STAGE = "cudnn-group,assign-layouts,sink-transposes,simplify-shapes,fold-p
 channel-padded where tensor cores need it, once, here: hence the growth allowed
 to fold-params), cancel the transposes between graphs, lower groups to ``cudnn.graph``."""
 
-TRITON_STAGE = "triton-fuse,dce"
-"""Every tcp op left becomes part of a generated Triton kernel."""
+TRITON_STAGE = "triton-fuse,dce,triton-launch-order"
+"""Every tcp op left becomes part of a generated Triton kernel; a kernel that follows
+another Triton kernel is marked to be launched with PDL (``triton-launch-order``)."""
 
 TRITON_ALONE_STAGE = (
-    "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-conv-weights,triton-fuse,dce"
+    "triton-channels-last-boundary,triton-channels-last,sink-transposes,simplify-shapes,dce,triton-conv-weights,triton-fuse,dce,"
+    "triton-launch-order"
 )
 """A Triton candidate timed alone, lowered as ``PARTITIONED`` lowers it in the whole
 program: a convolution reads and writes its neighbours' channels-last tensors
@@ -38,7 +40,7 @@ program: a convolution reads and writes its neighbours' channels-last tensors
 
 PARTITIONED = (
     "assign-layouts,triton-channels-last,sink-transposes,simplify-shapes,fold-params{max-growth=3.0},dce,lower-cudnn,"
-    "triton-conv-weights,triton-fuse,dce"
+    "triton-conv-weights,triton-fuse,dce,triton-launch-order"
 )
 """After ``partition`` has outlined the cuDNN groups and marked the Triton ones: the
 cuDNN stage's layout and lowering passes, then Triton builds the marked kernels.

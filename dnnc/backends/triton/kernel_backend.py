@@ -176,9 +176,11 @@ def _records_for_target(groups: Any, capability: int) -> list[dict[str, Any]]:
 
 
 def _regroup(module: Any) -> None:
+    from dnnc.backends.triton.launch_order import TritonLaunchOrder
     from dnnc.ir.context import make_context
 
     TritonFuse().apply(make_context(), module)
+    TritonLaunchOrder().apply(make_context(), module)
 
 
 def _start_workers() -> None:

@@ -21,7 +21,14 @@ import torch
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
-from dnnc.backends.triton.configs import OPTIONAL_KEYS, candidates, launch_bound_pair, merge_base, with_launch
+from dnnc.backends.triton.configs import (
+    FOLLOWS_TRITON_ATTR,
+    OPTIONAL_KEYS,
+    candidates,
+    launch_bound_pair,
+    merge_base,
+    with_launch,
+)
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.skeleton import INDEX_FLAG, TileDescriptor
@@ -264,10 +271,12 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     means what it meant where it was tuned), else the heuristics' for ``sm_<capability>``.
     A kernel of two summed convolutions takes the heuristics' too: a record is tuned for a
     convolution alone, and may name TMA tiles or a split K that such a kernel has not.
-    Each is launched as ``configs.with_launch`` says for that GPU."""
+    Each is launched as ``configs.with_launch`` says for that GPU and the group's place
+    in the program (``launch_order``)."""
+    follows = FOLLOWS_TRITON_ATTR in info.group.attributes
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen or info.summed is not None:
-        return [with_launch(c, capability) for c in candidates(info, capability)]
+        return [with_launch(c, capability, follows) for c in candidates(info, capability)]
     base = merge_base(info)
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
     unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
@@ -275,7 +284,7 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
         raise CodegenError(
             f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
         )
-    return [with_launch({**base, **spec}, capability)]
+    return [with_launch({**base, **spec}, capability, follows)]
 
 
 def capability_of(device: torch.device) -> int:

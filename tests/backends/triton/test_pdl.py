@@ -1,5 +1,5 @@
-"""Programmatic Dependent Launch on the CPU: which configs carry ``PDL`` (Hopper and later,
-the setting on), what a kernel so configured looks like (a wait at its first line, in
+"""Programmatic Dependent Launch on the CPU: which configs carry ``PDL`` (a kernel after
+another Triton kernel, ``triton-launch-order``; Hopper and later; the setting on), what a kernel so configured looks like (a wait at its first line, in
 every kind, and ``launch_pdl`` among its compile options), what a tuning spec keeps of it
 (nothing) and what an artifact's record may say. Compiled for sm_90 in
 ``test_compile.py``; run on a GPU in ``test_pdl_gpu.py``."""
@@ -9,9 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from xdsl.dialects.builtin import UnitAttr
 
 from dnnc import knobs
-from dnnc.backends.triton.configs import candidates, config_problem, with_launch
+from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR, candidates, config_problem, with_launch
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.backends.triton.launch import spec_or_candidates
@@ -41,9 +42,11 @@ def test_pdl_where_the_gpu_has_it_and_the_setting_is_on(capability: int | None, 
         )
 
 
-def test_every_config_offered_on_hopper_is_launched_with_pdl() -> None:
+def test_every_config_offered_on_hopper_after_a_triton_kernel_is_launched_with_pdl() -> None:
     for group in _groups():
         info = GroupInfo.of(group)
+        assert not any("PDL" in c for c in spec_or_candidates(info, 90)), f"{info.kind}: follows no Triton kernel"
+        group.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
         assert all(c.get("PDL") == 1 for c in spec_or_candidates(info, 90)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info, 80)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info)), "the interpreter launches plainly"

@@ -1,6 +1,7 @@
 """Programmatic Dependent Launch on a GPU (Hopper and later): models whose Triton kernels
 follow one another, and follow and precede cuDNN convolutions, compiled with the default
-(every Triton kernel launched with PDL, each waiting at its first line) compute what
+(every Triton kernel that follows another launched with PDL, waiting at its first line)
+compute what
 float64 computes across CUDA-graph replays on new inputs, as closely as without PDL; a
 residual read two kernels later than it was written is where a missing wait would show.
 An artifact saved with PDL loads under ``DNNC_PDL=0`` with its kernels launched plainly."""
@@ -14,6 +15,7 @@ import torch
 
 import dnnc
 from dnnc import knobs
+from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR
 from dnnc.models import FACTORIES
 from dnnc.numerics import relative_error
 from tests.runtime.test_gpu_models import assert_as_close_as_eager
@@ -31,6 +33,12 @@ def _triton_configs(compiled) -> list[dict[str, int]]:
     return [k.config for k in compiled.kernels().values() if getattr(k, "backend", None) == "triton"]
 
 
+def _launched_with_pdl(compiled) -> list[tuple[bool, bool]]:
+    """(follows a Triton kernel, launched with PDL) of each Triton step, in launch order."""
+    steps = [s for s in compiled._executor.steps if s.backend == "triton"]
+    return [(FOLLOWS_TRITON_ATTR in s.op.attributes, s.kernel.config.get("PDL") == 1) for s in steps]
+
+
 @pytest.mark.parametrize(("name", "size"), [("bert_layer", {"batch": 2}), ("conv_block", {"batch": 2}), ("mobilenet_v2", {})])
 def test_models_launched_with_pdl_compute_what_they_compute_without(name: str, size: dict, rng: torch.Generator) -> None:
     model, inputs = FACTORIES[name](**size)
@@ -41,8 +49,9 @@ def test_models_launched_with_pdl_compute_what_they_compute_without(name: str, s
     for pdl in (True, False):
         with knobs.override(pdl=pdl):
             compiled[pdl] = dnnc.compile(model.cuda(), on_gpu, device="cuda")
-    configs = _triton_configs(compiled[True])
-    assert configs and all(c.get("PDL") == 1 for c in configs), "every Triton kernel is launched with PDL by default"
+    launched = _launched_with_pdl(compiled[True])
+    assert any(pdl for _, pdl in launched), "a Triton kernel after another is launched with PDL by default"
+    assert all(follows == pdl for follows, pdl in launched), "exactly those after another Triton kernel"
     assert not any("PDL" in c for c in _triton_configs(compiled[False]))
     for _ in range(3):  # replays of the captured program on new inputs
         fresh = [torch.randn(x.shape, generator=rng).half() if x.is_floating_point() else x for x in cast]
@@ -69,5 +78,5 @@ def test_an_artifact_with_pdl_loads_without_it_where_the_setting_is_off(tmp_path
     assert not any("PDL" in c for c in _triton_configs(loaded))
     assert relative_error(got, want) < 1e-2
     again = dnnc.load(path)
-    assert all(c.get("PDL") == 1 for c in _triton_configs(again)), "loaded as recorded where PDL runs"
+    assert _launched_with_pdl(again) == _launched_with_pdl(compiled), "loaded as recorded where PDL runs"
     assert torch.equal(again(*on_gpu).cpu(), want)
