@@ -10,8 +10,9 @@ waits (``griddepcontrol.wait``, ``tl.extra.cuda.gdc_wait``) only where it first 
 the predecessor wrote. A batch-1 convolution's bytes are mostly its weights, which no
 earlier kernel writes: those could be read before the wait.
 
-The chain alternates ResNet-50's stage-3 bottleneck 1x1 products at batch 1 (196 pixels,
-1024 <-> 256 channels), each with a ReLU, ping-ponging two activation buffers. Variants:
+The chain alternates a ResNet-50 bottleneck's 1x1 products (stage 3 at batch 1: 196 pixels,
+1024 <-> 256 channels; stage 2 at batch 1; stage 3 at batch 32 in 128 x 128 tiles, several
+waves a kernel), each with a ReLU, ping-ponging two activation buffers. Variants:
 ``plain`` (no PDL); ``pdl`` (launched with PDL, the wait before any load, the next kernel
 let launch after the K loop); ``pdl-no-trigger`` (the same without that trigger: the next
 kernel launches as each program exits, which a code generator can have without knowing
