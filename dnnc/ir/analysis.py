@@ -67,6 +67,12 @@ def is_output_view(op: Operation) -> bool:
     return numel(op.result) >= OUTPUT_VIEW_SHARE * numel(op.input)
 
 
+def moves_no_data(op: Operation) -> bool:
+    """A top-level op no backend takes that runs as a view: a row-major reshape, or a
+    returned slice."""
+    return isinstance(op, tcp.ReshapeOp) or is_output_view(op)
+
+
 TO_NHWC = (0, 2, 3, 1)
 """The permutation that takes NCHW data channels-last."""
 TO_NCHW = (0, 3, 1, 2)

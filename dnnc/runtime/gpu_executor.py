@@ -36,13 +36,14 @@ from dnnc.backends.interface import GROUP_KIND_ATTR, BuildContext, GroupKernel, 
 from dnnc.backends.reference import Value, execute
 from dnnc.errors import ArtifactError, LibraryRefusal
 from dnnc.ir import extern, tcp
+from dnnc.ir.analysis import moves_no_data
 from dnnc.ir.attrs import scalar
 from dnnc.ir.program import Program
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from dnnc.log import say_once
 from dnnc.runtime import sharing
 from dnnc.runtime.index_check import IndexCheck
-from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of, moves_no_data, ordinals
+from dnnc.runtime.kernel_backends import KERNEL_BACKENDS, backend_of, ordinals
 from dnnc.runtime.kernel_backends import precompile as precompile_kernels
 
 log = logging.getLogger("dnnc.gpu")

@@ -16,6 +16,7 @@ from xdsl.ir import Operation
 from dnnc import progress
 from dnnc.backends import cudnn, triton
 from dnnc.backends.interface import KernelBackend, SpecChoice
+from dnnc.ir.analysis import moves_no_data
 from dnnc.kernels.kernel_backend import USER_KERNELS
 
 log = logging.getLogger("dnnc.gpu")
@@ -39,15 +40,6 @@ def ordinals(block: Any) -> dict[Operation, int]:
             found[op] = counts[backend.name]
             counts[backend.name] += 1
     return found
-
-
-def moves_no_data(op: Operation) -> bool:
-    """A top-level op no backend takes that runs as a view: a row-major reshape, or a
-    returned slice."""
-    from dnnc.ir import tcp
-    from dnnc.ir.analysis import is_output_view
-
-    return isinstance(op, tcp.ReshapeOp) or is_output_view(op)
 
 
 def planned_steps(block: Any) -> tuple[dict[str, int], dict[str, int]]:

@@ -141,10 +141,10 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     if interpret:
         return TritonKernel(regenerated, context.device, None, config)
     capability = capability_of(context.device)
-    if config.get("PDL") and "PDL" not in with_launch(config, capability):
+    launched = with_launch(config, capability)
+    if config.get("PDL") and "PDL" not in launched:
         # recorded with PDL, which this GPU (or the settings here) launches without
-        config = with_launch(config, capability)
-        return TritonKernel(generate(op, config, info=info), context.device, capability, config)
+        return TritonKernel(generate(op, launched, info=info), context.device, capability, launched)
     compiled = record.compiled
     fits = compiled is not None and record.source == regenerated and compiled["target"] == f"sm_{capability}"
     if fits and not adopt(regenerated, capability, compiled):  # the source is compiled instead

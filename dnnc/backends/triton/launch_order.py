@@ -27,13 +27,13 @@ from xdsl.passes import ModulePass
 from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR
 from dnnc.backends.triton.marking import is_triton_group
 from dnnc.ir import tcp
-from dnnc.ir.analysis import is_output_view
+from dnnc.ir.analysis import moves_no_data
 
 
 def launches_nothing(op: Operation) -> bool:
-    """A top-level op with no kernel of its own: a parameter, a constant, a row-major
-    reshape or a returned slice (views), the return."""
-    return isinstance(op, (*tcp.SOURCE_OPS, tcp.ReshapeOp, func.ReturnOp)) or is_output_view(op)
+    """A top-level op with no kernel of its own: a parameter, a constant, a view
+    (``moves_no_data``), the return."""
+    return isinstance(op, (*tcp.SOURCE_OPS, func.ReturnOp)) or moves_no_data(op)
 
 
 class TritonLaunchOrder(ModulePass):
@@ -50,9 +50,9 @@ def mark_block(block: Block) -> None:
     for op in block.ops:
         if launches_nothing(op):
             continue
-        if is_triton_group(op):
-            if previous_is_triton:
-                op.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
-            else:
-                op.attributes.pop(FOLLOWS_TRITON_ATTR, None)
-        previous_is_triton = is_triton_group(op)
+        is_triton = is_triton_group(op)
+        if is_triton and previous_is_triton:
+            op.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
+        elif is_triton:
+            op.attributes.pop(FOLLOWS_TRITON_ATTR, None)
+        previous_is_triton = is_triton
