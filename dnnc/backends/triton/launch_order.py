@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR
 from dnnc.backends.triton.marking import is_triton_group
 from dnnc.ir import tcp
@@ -45,14 +46,22 @@ class TritonLaunchOrder(ModulePass):
                 mark_block(f.body.block)
 
 
+def lets_pdl_follow(op: Operation) -> bool:
+    """A kernel after which a Triton kernel may be launched with PDL: a Triton kernel (it
+    never triggers early) or a cuDNN matrix product. A user's kernel or a torch op: no."""
+    if is_triton_group(op):
+        return True
+    return op.name == "cudnn.graph" and (group_attr(op, GROUP_KIND_ATTR) or "").startswith("matmul")
+
+
 def mark_block(block: Block) -> None:
-    previous_is_triton = False
+    previous_lets = False
     for op in block.ops:
         if launches_nothing(op):
             continue
         is_triton = is_triton_group(op)
-        if is_triton and previous_is_triton:
+        if is_triton and previous_lets:
             op.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
         elif is_triton:
             op.attributes.pop(FOLLOWS_TRITON_ATTR, None)
-        previous_is_triton = is_triton
+        previous_lets = lets_pdl_follow(op)

@@ -1,6 +1,6 @@
 // RUN: %dnnc opt %s -p triton-launch-order | %filecheck %s
 
-// Launch order: a cuDNN graph, Triton kernels A and B with a reshape (a view, no kernel)
+// Launch order: a cuDNN convolution, Triton kernels A and B with a reshape (a view, no kernel)
 // between them, a torch op (a top-level tcp op no backend took), Triton kernel C. Only B
 // follows a Triton kernel; C's stale mark (it followed B before the torch op came between)
 // is taken off.
@@ -38,4 +38,24 @@ func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
     tcp.yield %s : tensor<2x48x6xf16>
   }
   func.return %d : tensor<2x48x6xf16>
+}
+
+// After a cuDNN matrix product, marked: a GEMM's programs do not hold SMs the kernel
+// launched early behind them would take (a convolution's, above, may).
+// CHECK-LABEL: func.func @after_a_product
+// CHECK:         cudnn.graph
+// CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.follows_triton} :
+func.func @after_a_product(%x: tensor<8x32xf16>) -> tensor<8x16xf16> {
+  %w = tcp.param @w : tensor<32x16xf16>
+  %m = cudnn.graph(%x, %w) {kind = "matmul", result_strides = [strided<[128, 16, 1]>]} : (tensor<8x32xf16>, tensor<32x16xf16>) -> tensor<8x16xf16> {
+  ^bb0(%x_1: tensor<1x8x32xf16, strided<[256, 32, 1]>>, %w_1: tensor<1x32x16xf16, strided<[512, 16, 1]>>):
+    %m_1 = cudnn.matmul %x_1, %w_1 : (tensor<1x8x32xf16, strided<[256, 32, 1]>>, tensor<1x32x16xf16, strided<[512, 16, 1]>>) -> tensor<1x8x16xf16>
+    cudnn.return %m_1 : tensor<1x8x16xf16>
+  }
+  %s = tcp.isolated_group(%m) {backend = "triton", kind = "softmax"} : (tensor<8x16xf16>) -> tensor<8x16xf16> {
+  ^bb0(%0: tensor<8x16xf16>):
+    %s_1 = tcp.softmax %0 {axis = 1 : i64} : tensor<8x16xf16>
+    tcp.yield %s_1 : tensor<8x16xf16>
+  }
+  func.return %s : tensor<8x16xf16>
 }
