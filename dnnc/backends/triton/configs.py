@@ -34,9 +34,9 @@ options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
 ``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
 PDL_CAPABILITY = 90
 """Programmatic Dependent Launch (``griddepcontrol``) is Hopper's and later's."""
-FOLLOWS_TRITON_ATTR = "dnnc.follows_triton"
-"""On a Triton group whose kernel is launched right after another Triton kernel
-(``launch_order``): one that may be launched with PDL."""
+LAUNCH_EARLY_ATTR = "dnnc.launch_early"
+"""On a Triton group whose kernel is launched right after a Triton kernel or a cuDNN
+matrix product (``launch_order``): one that may be launched with PDL."""
 MAX_SPLIT_K = 64
 """Most slices a product's K may be cut into."""
 MAX_BLOCK = 1 << 16
@@ -317,9 +317,9 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
     return product(m, n, k, with_tma, batch)
 
 
-def with_launch(config: Config, capability: int | None, follows_triton: bool = True) -> Config:
-    """``config`` with ``PDL: 1`` where the kernel follows another Triton kernel
-    (``launch_order``), runs on ``sm_<capability>`` of Hopper or later and ``knobs.pdl``
+def with_launch(config: Config, capability: int | None, launch_early: bool = True) -> Config:
+    """``config`` with ``PDL: 1`` where the kernel may launch early (``launch_early``:
+    it follows a Triton kernel or a cuDNN matrix product, ``launch_order``), runs on ``sm_<capability>`` of Hopper or later and ``knobs.pdl``
     is on; without it elsewhere (a record built for sm_90 rebuilt on sm_80, the
     interpreter).
 
@@ -331,7 +331,7 @@ def with_launch(config: Config, capability: int | None, follows_triton: bool = T
     before had not yet written. Kernels of other sources (cuDNN, torch, a user's) launch
     plainly and wait for everything before them."""
     rest = {k: v for k, v in config.items() if k != "PDL"}
-    pdl = follows_triton and capability is not None and capability >= PDL_CAPABILITY and knobs.get().pdl
+    pdl = launch_early and capability is not None and capability >= PDL_CAPABILITY and knobs.get().pdl
     return {**rest, "PDL": 1} if pdl else rest
 
 

@@ -22,7 +22,7 @@ from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import (
-    FOLLOWS_TRITON_ATTR,
+    LAUNCH_EARLY_ATTR,
     OPTIONAL_KEYS,
     candidates,
     launch_bound_pair,
@@ -273,10 +273,10 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     convolution alone, and may name TMA tiles or a split K that such a kernel has not.
     Each is launched as ``configs.with_launch`` says for that GPU and the group's place
     in the program (``launch_order``)."""
-    follows = FOLLOWS_TRITON_ATTR in info.group.attributes
+    early = LAUNCH_EARLY_ATTR in info.group.attributes
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen or info.summed is not None:
-        return [with_launch(c, capability, follows) for c in candidates(info, capability)]
+        return [with_launch(c, capability, early) for c in candidates(info, capability)]
     base = merge_base(info)
     spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
     unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
@@ -284,7 +284,7 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
         raise CodegenError(
             f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
         )
-    return [with_launch({**base, **spec}, capability, follows)]
+    return [with_launch({**base, **spec}, capability, early)]
 
 
 def capability_of(device: torch.device) -> int:

@@ -1,20 +1,26 @@
-"""triton-launch-order: marks each Triton group whose kernel is launched right after
-another Triton kernel (``FOLLOWS_TRITON_ATTR``), the groups that may be launched with
-Programmatic Dependent Launch (``configs.with_launch``).
+"""triton-launch-order: marks each Triton group whose kernel is launched right after a
+Triton kernel or a cuDNN matrix product (``LAUNCH_EARLY_ATTR``, ``lets_pdl_follow``),
+the groups that may be launched with Programmatic Dependent Launch
+(``configs.with_launch``).
 
 A kernel launched with PDL is let onto the GPU once every program of the kernel before
 it has exited or called the trigger. Dnnc's Triton kernels never trigger, so one of them
-is let on only as the one before drains. On an H200, with every Triton kernel launched
-so, the diffusers UNet at batch 8 ran 1.127 -> 1.179 ms (its cuDNN-only program as much
-slower), while BERT 1 x 128, whose Triton kernels mostly follow cuDNN's small GEMMs, ran
-0.456 -> 0.409. Taken to be the cause, not profiled: a library kernel that triggers
-early (CUTLASS kernels can) lets the next kernel's programs on while it still has
-waves to run, and they hold SMs while they wait. Marked only after a Triton kernel,
-the UNet ran 1.121 -> 1.103 and BERT 0.450 -> 0.448.
+is let on only as the one before drains. On an H200 (each pair cold-compiled in one
+call), PDL after every kernel made the diffusers UNet at batch 8 slower, 1.127 ->
+1.179 ms (its cuDNN-only program as much slower), and BERT 1 x 128 faster, 0.456 ->
+0.409. Taken to be the cause, not profiled: a library convolution that triggers early
+(CUTLASS kernels can) lets the next kernel's programs on while it still has waves to
+run, and they hold SMs while they wait. After Triton kernels only, the UNet ran 1.121 ->
+1.103 and BERT 0.450 -> 0.448; after Triton kernels and cuDNN's matrix products (the
+rule here), against after Triton kernels only: BERT 1 x 128 0.451 -> 0.407, T5 encoder
+1 x 128 0.238 -> 0.211, GPT-2 8 x 128 0.803 -> 0.777, the UNet b8 1.105 -> 1.103. A
+rule by the library kernel's size cannot tell these apart: most of the UNet's
+convolutions have fewer results than GPT-2's products.
 
 The program runs its top-level ops in order, one stream: parameters, constants and
 views launch nothing, every other op (a cuDNN graph, a user's kernel, a torch op)
-launches a kernel that is not dnnc's Triton."""
+launches a kernel that is not dnnc's Triton.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
-from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR
+from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR
 from dnnc.backends.triton.marking import is_triton_group
 from dnnc.ir import tcp
 from dnnc.ir.analysis import moves_no_data
@@ -61,7 +67,7 @@ def mark_block(block: Block) -> None:
             continue
         is_triton = is_triton_group(op)
         if is_triton and previous_lets:
-            op.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
+            op.attributes[LAUNCH_EARLY_ATTR] = UnitAttr()
         elif is_triton:
-            op.attributes.pop(FOLLOWS_TRITON_ATTR, None)
+            op.attributes.pop(LAUNCH_EARLY_ATTR, None)
         previous_lets = lets_pdl_follow(op)

@@ -12,7 +12,7 @@ import pytest
 from xdsl.dialects.builtin import UnitAttr
 
 from dnnc import knobs
-from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR, candidates, config_problem, with_launch
+from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR, candidates, config_problem, with_launch
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.backends.triton.launch import spec_or_candidates
@@ -46,7 +46,7 @@ def test_every_config_offered_on_hopper_after_a_triton_kernel_is_launched_with_p
     for group in _groups():
         info = GroupInfo.of(group)
         assert not any("PDL" in c for c in spec_or_candidates(info, 90)), f"{info.kind}: follows no Triton kernel"
-        group.attributes[FOLLOWS_TRITON_ATTR] = UnitAttr()
+        group.attributes[LAUNCH_EARLY_ATTR] = UnitAttr()
         assert all(c.get("PDL") == 1 for c in spec_or_candidates(info, 90)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info, 80)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info)), "the interpreter launches plainly"

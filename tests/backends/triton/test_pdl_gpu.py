@@ -15,7 +15,7 @@ import torch
 
 import dnnc
 from dnnc import knobs
-from dnnc.backends.triton.configs import FOLLOWS_TRITON_ATTR
+from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR
 from dnnc.models import FACTORIES
 from dnnc.numerics import relative_error
 from tests.runtime.test_gpu_models import assert_as_close_as_eager
@@ -36,7 +36,7 @@ def _triton_configs(compiled) -> list[dict[str, int]]:
 def _launched_with_pdl(compiled) -> list[tuple[bool, bool]]:
     """(follows a Triton kernel, launched with PDL) of each Triton step, in launch order."""
     steps = [s for s in compiled._executor.steps if s.backend == "triton"]
-    return [(FOLLOWS_TRITON_ATTR in s.op.attributes, s.kernel.config.get("PDL") == 1) for s in steps]
+    return [(LAUNCH_EARLY_ATTR in s.op.attributes, s.kernel.config.get("PDL") == 1) for s in steps]
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@
 // CHECK:         cudnn.graph
 // CHECK:         %[[A:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax"} :
 // CHECK:         tcp.reshape %[[A]]
-// CHECK:         %[[B:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.follows_triton} :
+// CHECK:         %[[B:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early} :
 // CHECK:         tcp.exp %[[B]]
 // CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax"} :
-// CHECK-NOT:     dnnc.follows_triton
+// CHECK-NOT:     dnnc.launch_early
 // CHECK:         func.return
 func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
   %w = tcp.param @w : tensor<8x8x1x1xf16>
@@ -32,7 +32,7 @@ func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
     tcp.yield %s : tensor<2x48x6xf16>
   }
   %t = tcp.exp %b : tensor<2x48x6xf16>
-  %d = tcp.isolated_group(%t) {backend = "triton", kind = "softmax", dnnc.follows_triton} : (tensor<2x48x6xf16>) -> tensor<2x48x6xf16> {
+  %d = tcp.isolated_group(%t) {backend = "triton", kind = "softmax", dnnc.launch_early} : (tensor<2x48x6xf16>) -> tensor<2x48x6xf16> {
   ^bb0(%0: tensor<2x48x6xf16>):
     %s = tcp.softmax %0 {axis = 2 : i64} : tensor<2x48x6xf16>
     tcp.yield %s : tensor<2x48x6xf16>
@@ -44,7 +44,7 @@ func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
 // launched early behind them would take (a convolution's, above, may).
 // CHECK-LABEL: func.func @after_a_product
 // CHECK:         cudnn.graph
-// CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.follows_triton} :
+// CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early} :
 func.func @after_a_product(%x: tensor<8x32xf16>) -> tensor<8x16xf16> {
   %w = tcp.param @w : tensor<32x16xf16>
   %m = cudnn.graph(%x, %w) {kind = "matmul", result_strides = [strided<[128, 16, 1]>]} : (tensor<8x32xf16>, tensor<32x16xf16>) -> tensor<8x16xf16> {
