@@ -35,8 +35,22 @@ options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
 PDL_CAPABILITY = 90
 """Programmatic Dependent Launch (``griddepcontrol``) is Hopper's and later's."""
 LAUNCH_EARLY_ATTR = "dnnc.launch_early"
-"""On a Triton group whose kernel is launched right after a Triton kernel or a cuDNN
-matrix product (``launch_order``): one that may be launched with PDL."""
+"""On a Triton group whose kernel may be launched with PDL (``launch_order``): ``"any"``
+right after a Triton kernel, ``"one_wave"`` right after a cuDNN matrix product, where a
+config keeps PDL only if its grid fits one wave (``ONE_WAVE_FOLLOWER_PROGRAMS``)."""
+AFTER_TRITON = "any"
+AFTER_LIBRARY = "one_wave"
+ONE_WAVE_FOLLOWER_PROGRAMS = 132
+"""Programs of a kernel that may be launched with PDL behind a cuDNN matrix product: one
+per SM of an H100 SXM or H200. Measured on an H200, each pair cold-compiled in one call:
+behind every cuDNN product, the Whisper encoder b1 ran 0.245 -> 0.304 ms (its layer norms
+of 188 programs behind the products of 1500 x 384), and within one wave 0.254; GPT-2
+8 x 128, whose norms (512 programs) and GELUs (3072) gained behind its products, 0.767
+behind every one and 0.794 within one wave (0.803 after Triton kernels only). So the
+grid is not the whole cause, and no profile says what is. Within one wave keeps PDL on
+most followers of BERT's and T5's batch-1 products (8 to 128 programs in their first
+configs), with which those gained 10% and 11%; not measured again within one wave.
+Which configs fit is known once a config's source is generated (``launch``)."""
 MAX_SPLIT_K = 64
 """Most slices a product's K may be cut into."""
 MAX_BLOCK = 1 << 16

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
+from xdsl.dialects.builtin import StringAttr
 
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.configs import (
+    AFTER_LIBRARY,
     LAUNCH_EARLY_ATTR,
+    ONE_WAVE_FOLLOWER_PROGRAMS,
     OPTIONAL_KEYS,
     candidates,
     launch_bound_pair,
@@ -273,18 +277,29 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     convolution alone, and may name TMA tiles or a split K that such a kernel has not.
     Each is launched as ``configs.with_launch`` says for that GPU and the group's place
     in the program (``launch_order``)."""
-    early = LAUNCH_EARLY_ATTR in info.group.attributes
+    mark = info.group.attributes.get(LAUNCH_EARLY_ATTR)
+    early = mark is not None
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen or info.summed is not None:
-        return [with_launch(c, capability, early) for c in candidates(info, capability)]
-    base = merge_base(info)
-    spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
-    unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
-    if unknown:
-        raise CodegenError(
-            f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
-        )
-    return [with_launch({**base, **spec}, capability, early)]
+        configs = [with_launch(c, capability, early) for c in candidates(info, capability)]
+    else:
+        base = merge_base(info)
+        spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
+        unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
+        if unknown:
+            raise CodegenError(
+                f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
+            )
+        configs = [with_launch({**base, **spec}, capability, early)]
+    if isinstance(mark, StringAttr) and mark.data == AFTER_LIBRARY:
+        return [c if "PDL" not in c or _fits_one_wave(info, c) else with_launch(c, capability, False) for c in configs]
+    return configs
+
+
+def _fits_one_wave(info: GroupInfo, config: dict[str, int]) -> bool:
+    """Whether the kernel of ``config`` has at most ``ONE_WAVE_FOLLOWER_PROGRAMS``
+    programs: its grid is known once its source is generated, a string emitted."""
+    return math.prod(generate(info.group, config, info=info).grid) <= ONE_WAVE_FOLLOWER_PROGRAMS
 
 
 def capability_of(device: torch.device) -> int:

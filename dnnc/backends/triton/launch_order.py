@@ -1,5 +1,5 @@
 """triton-launch-order: marks each Triton group whose kernel is launched right after a
-Triton kernel or a cuDNN matrix product (``LAUNCH_EARLY_ATTR``, ``lets_pdl_follow``),
+Triton kernel or a cuDNN matrix product (``LAUNCH_EARLY_ATTR``, ``launch_after``),
 the groups that may be launched with Programmatic Dependent Launch
 (``configs.with_launch``).
 
@@ -11,11 +11,11 @@ call), PDL after every kernel made the diffusers UNet at batch 8 slower, 1.127 -
 0.409. Taken to be the cause, not profiled: a library convolution that triggers early
 (CUTLASS kernels can) lets the next kernel's programs on while it still has waves to
 run, and they hold SMs while they wait. After Triton kernels only, the UNet ran 1.121 ->
-1.103 and BERT 0.450 -> 0.448; after Triton kernels and cuDNN's matrix products (the
-rule here), against after Triton kernels only: BERT 1 x 128 0.451 -> 0.407, T5 encoder
-1 x 128 0.238 -> 0.211, GPT-2 8 x 128 0.803 -> 0.777, the UNet b8 1.105 -> 1.103. A
-rule by the library kernel's size cannot tell these apart: most of the UNet's
-convolutions have fewer results than GPT-2's products.
+1.103 and BERT 0.450 -> 0.448. After Triton kernels and every cuDNN matrix product,
+against after Triton kernels only: BERT 1 x 128 0.451 -> 0.407, T5 encoder 1 x 128
+0.238 -> 0.211, GPT-2 8 x 128 0.803 -> 0.777, the UNet b8 level, but the Whisper
+encoder b1 0.245 -> 0.304; hence after a product only in a config of one wave
+(``configs.ONE_WAVE_FOLLOWER_PROGRAMS``, where what was measured with it is).
 
 The program runs its top-level ops in order, one stream: parameters, constants and
 views launch nothing, every other op (a cuDNN graph, a user's kernel, a torch op)
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
-from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR
+from dnnc.backends.triton.configs import AFTER_LIBRARY, AFTER_TRITON, LAUNCH_EARLY_ATTR
 from dnnc.backends.triton.marking import is_triton_group
 from dnnc.ir import tcp
 from dnnc.ir.analysis import moves_no_data
@@ -52,22 +52,26 @@ class TritonLaunchOrder(ModulePass):
                 mark_block(f.body.block)
 
 
-def lets_pdl_follow(op: Operation) -> bool:
-    """A kernel after which a Triton kernel may be launched with PDL: a Triton kernel (it
-    never triggers early) or a cuDNN matrix product. A user's kernel or a torch op: no."""
+def launch_after(op: Operation) -> str | None:
+    """How a Triton kernel right after ``op`` may be launched with PDL: after a Triton
+    kernel (it never triggers early) in any config, after a cuDNN matrix product in a
+    config of one wave (``configs.AFTER_LIBRARY``); after anything else (a convolution, a
+    user's kernel, a torch op) not at all."""
     if is_triton_group(op):
-        return True
-    return op.name == "cudnn.graph" and (group_attr(op, GROUP_KIND_ATTR) or "").startswith("matmul")
+        return AFTER_TRITON
+    if op.name == "cudnn.graph" and (group_attr(op, GROUP_KIND_ATTR) or "").startswith("matmul"):
+        return AFTER_LIBRARY
+    return None
 
 
 def mark_block(block: Block) -> None:
-    previous_lets = False
+    previous: str | None = None
     for op in block.ops:
         if launches_nothing(op):
             continue
-        is_triton = is_triton_group(op)
-        if is_triton and previous_lets:
-            op.attributes[LAUNCH_EARLY_ATTR] = UnitAttr()
-        elif is_triton:
-            op.attributes.pop(LAUNCH_EARLY_ATTR, None)
-        previous_lets = lets_pdl_follow(op)
+        if is_triton_group(op):
+            if previous is not None:
+                op.attributes[LAUNCH_EARLY_ATTR] = StringAttr(previous)
+            else:
+                op.attributes.pop(LAUNCH_EARLY_ATTR, None)
+        previous = launch_after(op)

@@ -1,23 +1,37 @@
 """Programmatic Dependent Launch on the CPU: which configs carry ``PDL`` (a kernel after
-another Triton kernel, ``triton-launch-order``; Hopper and later; the setting on), what a kernel so configured looks like (a wait at its first line, in
+another Triton kernel in any config, after a cuDNN matrix product in a config of one wave,
+``triton-launch-order``; Hopper and later; the setting on), what a kernel so configured
+looks like (a wait at its first line, in
 every kind, and ``launch_pdl`` among its compile options), what a tuning spec keeps of it
 (nothing) and what an artifact's record may say. Compiled for sm_90 in
 ``test_compile.py``; run on a GPU in ``test_pdl_gpu.py``."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
-from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.builtin import StringAttr
 
 from dnnc import knobs
-from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR, candidates, config_problem, with_launch
+from dnnc.backends.triton.configs import (
+    AFTER_LIBRARY,
+    AFTER_TRITON,
+    LAUNCH_EARLY_ATTR,
+    ONE_WAVE_FOLLOWER_PROGRAMS,
+    candidates,
+    config_problem,
+    with_launch,
+)
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.backends.triton.launch import spec_or_candidates
 from dnnc.backends.triton.spec_choice import TRITON_SPEC
 from dnnc.ir import tcp
+from dnnc.ir.params import ParamStore
+from dnnc.ir.program import Program
+from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
 from tests.backends.triton.cases import CASES
 
@@ -46,10 +60,40 @@ def test_every_config_offered_on_hopper_after_a_triton_kernel_is_launched_with_p
     for group in _groups():
         info = GroupInfo.of(group)
         assert not any("PDL" in c for c in spec_or_candidates(info, 90)), f"{info.kind}: follows no Triton kernel"
-        group.attributes[LAUNCH_EARLY_ATTR] = UnitAttr()
+        group.attributes[LAUNCH_EARLY_ATTR] = StringAttr(AFTER_TRITON)
         assert all(c.get("PDL") == 1 for c in spec_or_candidates(info, 90)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info, 80)), info.kind
         assert not any("PDL" in c for c in spec_or_candidates(info)), "the interpreter launches plainly"
+
+
+def _layer_norm_group(rows: int) -> tcp.IsolatedGroupOp:
+    text = f"""func.func @forward(%x: tensor<{rows}x384xf16>, %w: tensor<384xf16>, %b: tensor<384xf16>) -> tensor<{rows}x384xf16> {{
+  %n = tcp.layer_norm %x, %w, %b {{axis = 1 : i64, epsilon = 1.0e-05 : f64}} : tensor<{rows}x384xf16>, tensor<384xf16>
+  func.return %n : tensor<{rows}x384xf16>
+}}"""
+    program = Program(parse_ir(text, "layer_norm"), ParamStore())
+    run_passes(program, [TritonFuse()])
+    return next(g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp))
+
+
+@pytest.mark.parametrize("rows", [128, 1500, 8192])
+def test_after_a_library_product_only_configs_of_one_wave_are_launched_with_pdl(rows: int) -> None:
+    """A Whisper encoder's layer norm (1500 rows of 384) behind a cuDNN product: some of
+    its configs fit one wave and some do not; BERT's at 1 x 128 all do."""
+    group = _layer_norm_group(rows)
+    info = GroupInfo.of(group)
+    group.attributes[LAUNCH_EARLY_ATTR] = StringAttr(AFTER_LIBRARY)
+    configs = spec_or_candidates(info, 90)
+    programs = [math.prod(generate(group, c, info=info).grid) for c in configs]
+    assert [c.get("PDL") == 1 for c in configs] == [p <= ONE_WAVE_FOLLOWER_PROGRAMS for p in programs]
+    assert [{k: v for k, v in c.items() if k != "PDL"} for c in configs] == [
+        {k: v for k, v in c.items() if k != "PDL"} for c in spec_or_candidates(GroupInfo.of(_layer_norm_group(rows)), 90)
+    ], "the same configs, only the launch differs"
+    if rows == 128:
+        assert all(c.get("PDL") == 1 for c in configs)
+    if rows == 8192:
+        assert not any(c.get("PDL") == 1 for c in configs)
+    assert not any("PDL" in c for c in spec_or_candidates(info, 80))
 
 
 def test_a_kernel_launched_with_pdl_waits_at_its_first_line() -> None:

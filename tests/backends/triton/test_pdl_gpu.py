@@ -1,13 +1,14 @@
 """Programmatic Dependent Launch on a GPU (Hopper and later): models whose Triton kernels
-follow one another, and follow and precede cuDNN convolutions, compiled with the default
-(every Triton kernel that follows another launched with PDL, waiting at its first line)
-compute what
-float64 computes across CUDA-graph replays on new inputs, as closely as without PDL; a
-residual read two kernels later than it was written is where a missing wait would show.
+follow one another and follow cuDNN convolutions and matrix products, compiled with the
+default (a Triton kernel after another, or of one wave after a cuDNN matrix product,
+launched with PDL, waiting at its first line) compute what float64 computes across
+CUDA-graph replays on new inputs, as closely as without PDL; a residual read two kernels
+later than it was written is where a missing wait would show.
 An artifact saved with PDL loads under ``DNNC_PDL=0`` with its kernels launched plainly."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import torch
 
 import dnnc
 from dnnc import knobs
-from dnnc.backends.triton.configs import LAUNCH_EARLY_ATTR
+from dnnc.backends.triton.configs import AFTER_LIBRARY, AFTER_TRITON, LAUNCH_EARLY_ATTR, ONE_WAVE_FOLLOWER_PROGRAMS
 from dnnc.models import FACTORIES
 from dnnc.numerics import relative_error
 from tests.runtime.test_gpu_models import assert_as_close_as_eager
@@ -33,10 +34,21 @@ def _triton_configs(compiled) -> list[dict[str, int]]:
     return [k.config for k in compiled.kernels().values() if getattr(k, "backend", None) == "triton"]
 
 
-def _launched_with_pdl(compiled) -> list[tuple[bool, bool]]:
-    """(follows a Triton kernel, launched with PDL) of each Triton step, in launch order."""
+def _launched_with_pdl(compiled) -> list[tuple[str | None, bool, int]]:
+    """(its ``launch_order`` mark, launched with PDL, programs) of each Triton step, in
+    launch order."""
     steps = [s for s in compiled._executor.steps if s.backend == "triton"]
-    return [(LAUNCH_EARLY_ATTR in s.op.attributes, s.kernel.config.get("PDL") == 1) for s in steps]
+    marks = [s.op.attributes.get(LAUNCH_EARLY_ATTR) for s in steps]
+    return [
+        (None if m is None else m.data, s.kernel.config.get("PDL") == 1, math.prod(s.kernel.grid))
+        for m, s in zip(marks, steps, strict=True)
+    ]
+
+
+def _as_marked(mark: str | None, pdl: bool, programs: int) -> bool:
+    if mark == AFTER_LIBRARY:
+        return pdl == (programs <= ONE_WAVE_FOLLOWER_PROGRAMS)
+    return pdl == (mark == AFTER_TRITON)
 
 
 @pytest.mark.parametrize(
@@ -57,8 +69,8 @@ def test_models_launched_with_pdl_compute_what_they_compute_without(
         with knobs.override(pdl=pdl):
             compiled[pdl] = dnnc.compile(model.cuda(), on_gpu, device="cuda")
     launched = _launched_with_pdl(compiled[True])
-    assert any(pdl for _, pdl in launched) is chained, "a Triton kernel after another is launched with PDL by default"
-    assert all(follows == pdl for follows, pdl in launched), "exactly those after another Triton kernel"
+    assert any(pdl for _, pdl, _ in launched) is chained, "a Triton kernel after another is launched with PDL by default"
+    assert all(_as_marked(*step) for step in launched), launched
     assert not any("PDL" in c for c in _triton_configs(compiled[False]))
     for _ in range(3):  # replays of the captured program on new inputs
         fresh = [torch.randn(x.shape, generator=rng).half() if x.is_floating_point() else x for x in cast]

@@ -8,7 +8,7 @@
 // CHECK:         cudnn.graph
 // CHECK:         %[[A:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax"} :
 // CHECK:         tcp.reshape %[[A]]
-// CHECK:         %[[B:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early} :
+// CHECK:         %[[B:.*]] = tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early = "any"} :
 // CHECK:         tcp.exp %[[B]]
 // CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax"} :
 // CHECK-NOT:     dnnc.launch_early
@@ -32,7 +32,7 @@ func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
     tcp.yield %s : tensor<2x48x6xf16>
   }
   %t = tcp.exp %b : tensor<2x48x6xf16>
-  %d = tcp.isolated_group(%t) {backend = "triton", kind = "softmax", dnnc.launch_early} : (tensor<2x48x6xf16>) -> tensor<2x48x6xf16> {
+  %d = tcp.isolated_group(%t) {backend = "triton", kind = "softmax", dnnc.launch_early = "any"} : (tensor<2x48x6xf16>) -> tensor<2x48x6xf16> {
   ^bb0(%0: tensor<2x48x6xf16>):
     %s = tcp.softmax %0 {axis = 2 : i64} : tensor<2x48x6xf16>
     tcp.yield %s : tensor<2x48x6xf16>
@@ -40,11 +40,11 @@ func.func @order(%x: tensor<2x8x6x6xf16>) -> tensor<2x48x6xf16> {
   func.return %d : tensor<2x48x6xf16>
 }
 
-// After a cuDNN matrix product, marked: a GEMM's programs do not hold SMs the kernel
-// launched early behind them would take (a convolution's, above, may).
+// After a cuDNN matrix product, marked "one_wave": launched with PDL in a config of one
+// wave only (a convolution, above, launches the next kernel plainly).
 // CHECK-LABEL: func.func @after_a_product
 // CHECK:         cudnn.graph
-// CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early} :
+// CHECK:         tcp.isolated_group(%{{.*}}) {backend = "triton", kind = "softmax", dnnc.launch_early = "one_wave"} :
 func.func @after_a_product(%x: tensor<8x32xf16>) -> tensor<8x16xf16> {
   %w = tcp.param @w : tensor<32x16xf16>
   %m = cudnn.graph(%x, %w) {kind = "matmul", result_strides = [strided<[128, 16, 1]>]} : (tensor<8x32xf16>, tensor<32x16xf16>) -> tensor<8x16xf16> {
