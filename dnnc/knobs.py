@@ -100,8 +100,9 @@ class Knobs:
     """Backends the GPU pipeline may use, in order of preference; ops none of them take run
     as torch ops (reported as the stopgap). (DNNC_GPU_BACKENDS)"""
     pdl: bool = True
-    """Launch a Triton kernel that follows another Triton kernel with Programmatic
-    Dependent Launch on Hopper and later (``triton-launch-order``): it is let onto the
+    """Launch a Triton kernel that follows another Triton kernel, or a cuDNN matrix
+    product in a config of one wave, with Programmatic Dependent Launch on Hopper and
+    later (``triton-launch-order``): it is let onto the
     GPU while the one before it drains, and waits (``griddepcontrol.wait``) before it
     reads anything. On an H200, chains of 32 dependent products took 0.27-0.64 us less
     per kernel (``bench/pdl_probe.py``, BENCHMARKS.md). (DNNC_PDL)"""
