@@ -277,28 +277,33 @@ def spec_or_candidates(info: GroupInfo, capability: int | None = None) -> list[d
     convolution alone, and may name TMA tiles or a split K that such a kernel has not.
     Each is launched as ``configs.with_launch`` says for that GPU and the group's place
     in the program (``launch_order``)."""
-    mark = info.group.attributes.get(LAUNCH_EARLY_ATTR)
-    early = mark is not None
     chosen = [op.attributes[SPEC_CONFIG_ATTR] for op in info.ops if SPEC_CONFIG_ATTR in op.attributes]
     if not chosen or info.summed is not None:
-        configs = [with_launch(c, capability, early) for c in candidates(info, capability)]
-    else:
-        base = merge_base(info)
-        spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
-        unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
-        if unknown:
-            raise CodegenError(
-                f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
-            )
-        configs = [with_launch({**base, **spec}, capability, early)]
-    if isinstance(mark, StringAttr) and mark.data == AFTER_LIBRARY:
-        return [c if "PDL" not in c or _fits_one_wave(info, c) else with_launch(c, capability, False) for c in configs]
-    return configs
+        return [_launched(info, c, capability) for c in candidates(info, capability)]
+    base = merge_base(info)
+    spec = json.loads(chosen[0].data)  # type: ignore[attr-defined]
+    unknown = sorted(set(spec) - set(base) - set(OPTIONAL_KEYS))
+    if unknown:
+        raise CodegenError(
+            f"a tuning spec gives {', '.join(unknown)} to a Triton {info.kind} kernel, which takes {', '.join(base)}"
+        )
+    return [_launched(info, {**base, **spec}, capability)]
+
+
+def _launched(info: GroupInfo, config: dict[str, int], capability: int | None) -> dict[str, int]:
+    """``config`` with the launch its group's mark allows (``launch_order``): behind a
+    cuDNN matrix product, PDL only where the kernel has at most
+    ``ONE_WAVE_FOLLOWER_PROGRAMS`` programs (its grid is known once its source is
+    generated, a string emitted)."""
+    mark = info.group.attributes.get(LAUNCH_EARLY_ATTR)
+    launched = with_launch(config, capability, mark is not None)
+    behind_library = isinstance(mark, StringAttr) and mark.data == AFTER_LIBRARY
+    if "PDL" in launched and behind_library and not _fits_one_wave(info, launched):
+        return with_launch(config, capability, False)
+    return launched
 
 
 def _fits_one_wave(info: GroupInfo, config: dict[str, int]) -> bool:
-    """Whether the kernel of ``config`` has at most ``ONE_WAVE_FOLLOWER_PROGRAMS``
-    programs: its grid is known once its source is generated, a string emitted."""
     return math.prod(generate(info.group, config, info=info).grid) <= ONE_WAVE_FOLLOWER_PROGRAMS
 
 
