@@ -46,7 +46,8 @@
 #              default conv-block-b1; bench/call_overhead.py)
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
 #              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels --own-kernels;
-#              bench/compile_profile.py)
+#              bench/compile_profile.py); with $AB_SIDES, each side's tree in turn (as in ab), under
+#              $OUT/profile-<side>
 #   buckets    one model compiled for a range of sizes against per-size compiles and torch.compile
 #              (dynamic=True, reduce-overhead) ($BUCKET_WORKLOADS: resnet50 bert-batch bert-seq;
 #              $BUCKET_VARIANTS picks; bench/buckets.py)
@@ -217,9 +218,18 @@ for step in $steps; do
       python3 bench/call_overhead.py --workloads "${OVERHEAD_WORKLOADS:-conv-block-b1}" --out "$OUT" 2>&1 \
         | tee "$OUT/call-overhead.log" || status=1 ;;
     step-profile)
-      # shellcheck disable=SC2086
-      python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" ${PROFILE_ARGS:-} --out "$OUT" 2>&1 \
-        | tee "$OUT/step-profile.log" || status=1 ;;
+      # $AB_SIDES given: each side's tree in turn ("after" is this one), under $OUT/profile-<side>
+      for side in ${AB_SIDES:-here}; do
+        tree=$PWD; [ "$side" = after ] || [ "$side" = here ] || tree=$PWD/.ab-$side
+        [ -d "$tree/dnnc" ] || { echo "step-profile: no tree in $tree (scripts/ab_tree.sh REV $side, and carry it)"; status=2; continue; }
+        dir=$OUT; [ "$side" = here ] || dir=$OUT/profile-$side
+        mkdir -p "$dir"
+        rest=${PYTHONPATH#"$PWD"}
+        # shellcheck disable=SC2086
+        (cd "$tree" && PYTHONPATH="$tree$rest" python3 bench/compile_profile.py --workloads "${PROFILE_WORKLOADS:-resnet50-b1}" \
+          ${PROFILE_ARGS:-} --out "$dir") > "$dir/step-profile.log" 2>&1 || status=1
+        grep -h "kernels .* ms a call" "$dir/step-profile.log" | sed "s/^/$side: /"
+      done ;;
     buckets)
       for w in ${BUCKET_WORKLOADS:-resnet50 bert-batch bert-seq}; do
         # shellcheck disable=SC2086
