@@ -333,9 +333,9 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
 
 def with_launch(config: Config, capability: int | None, launch_early: bool = True) -> Config:
     """``config`` with ``PDL: 1`` where the kernel may launch early (``launch_early``:
-    it follows a Triton kernel or a cuDNN matrix product, ``launch_order``), runs on ``sm_<capability>`` of Hopper or later and ``knobs.pdl``
-    is on; without it elsewhere (a record built for sm_90 rebuilt on sm_80, the
-    interpreter).
+    it follows a Triton kernel or a cuDNN matrix product, ``launch_order``), runs on
+    ``sm_<capability>`` of Hopper or later and ``knobs.pdl`` is on; without it elsewhere
+    (a record built for sm_90 rebuilt on sm_80, the interpreter).
 
     A kernel launched so may start while the kernel before it in the stream still runs;
     every program waits at its first line (``skeleton.assemble``) until that kernel has

@@ -52,12 +52,12 @@ class TritonLaunchOrder(ModulePass):
                 mark_block(f.body.block)
 
 
-def launch_after(op: Operation) -> str | None:
+def launch_after(op: Operation, is_triton: bool) -> str | None:
     """How a Triton kernel right after ``op`` may be launched with PDL: after a Triton
     kernel (it never triggers early) in any config, after a cuDNN matrix product in a
     config of one wave (``configs.AFTER_LIBRARY``); after anything else (a convolution, a
     user's kernel, a torch op) not at all."""
-    if is_triton_group(op):
+    if is_triton:
         return AFTER_TRITON
     if op.name == "cudnn.graph" and (group_attr(op, GROUP_KIND_ATTR) or "").startswith("matmul"):
         return AFTER_LIBRARY
@@ -69,9 +69,9 @@ def mark_block(block: Block) -> None:
     for op in block.ops:
         if launches_nothing(op):
             continue
-        if is_triton_group(op):
-            if previous is not None:
-                op.attributes[LAUNCH_EARLY_ATTR] = StringAttr(previous)
-            else:
-                op.attributes.pop(LAUNCH_EARLY_ATTR, None)
-        previous = launch_after(op)
+        is_triton = is_triton_group(op)
+        if is_triton and previous is not None:
+            op.attributes[LAUNCH_EARLY_ATTR] = StringAttr(previous)
+        elif is_triton:
+            op.attributes.pop(LAUNCH_EARLY_ATTR, None)
+        previous = launch_after(op, is_triton)

@@ -29,16 +29,13 @@ from dnnc.backends.triton.kernels import GroupInfo, generate
 from dnnc.backends.triton.launch import spec_or_candidates
 from dnnc.backends.triton.spec_choice import TRITON_SPEC
 from dnnc.ir import tcp
-from dnnc.ir.params import ParamStore
-from dnnc.ir.program import Program
-from dnnc.ir.text import parse_ir
 from dnnc.pipeline import run_passes
-from tests.backends.triton.cases import CASES
+from tests.backends.triton.cases import CASES, Case
 
 
-def _groups() -> list[tcp.IsolatedGroupOp]:
+def _groups(cases: list[Case] = CASES) -> list[tcp.IsolatedGroupOp]:
     groups = []
-    for case in CASES:
+    for case in cases:
         program = case.program("f16")
         run_passes(program, [TritonFuse()])
         groups += [g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp)]
@@ -71,9 +68,8 @@ def _layer_norm_group(rows: int) -> tcp.IsolatedGroupOp:
   %n = tcp.layer_norm %x, %w, %b {{axis = 1 : i64, epsilon = 1.0e-05 : f64}} : tensor<{rows}x384xf16>, tensor<384xf16>
   func.return %n : tensor<{rows}x384xf16>
 }}"""
-    program = Program(parse_ir(text, "layer_norm"), ParamStore())
-    run_passes(program, [TritonFuse()])
-    return next(g for g in program.entry.body.walk() if isinstance(g, tcp.IsolatedGroupOp))
+    (group,) = _groups([Case("layer_norm", ("layer_norm",), text)])
+    return group
 
 
 @pytest.mark.parametrize("rows", [128, 1500, 8192])
