@@ -6,8 +6,11 @@ Shapes are ResNet-50's residual 1x1 convolutions (pixels x channels, NHWC) at ba
 (stages 1-4) and 32. Strategies: ``ptr`` (pointer tiles, as the generated kernels had;
 ``g8``: row tiles in groups of eight for L2 reuse), ``tma`` (TMA descriptors for the
 operands, the residual and the output, one program per tile), ``early`` (the same with the
-residual read through pointers before the K loop) and ``pers1``/``pers2``
-(TMA, persistent: one or two programs per SM looping over tiles). Every kernel's result is
+residual read through pointers before the K loop), ``pers1``/``pers2``
+(TMA, persistent: one or two programs per SM looping over tiles), and Triton's warp
+specialization (``tl.range(..., warp_specialize=True)``: warps that load apart from warps
+that multiply): ``ws`` over the K loop of one tile, ``wsp1``/``wsp2`` over a persistent
+program's tiles, the epilogue of one tile beside the next tile's loads. Every kernel's result is
 checked against float32 first. Run on the GPU: ``python bench/gemm_tile_probe.py``; writes
 ``$OUT/gemm.json`` (default /tmp)."""
 
@@ -42,6 +45,7 @@ TILES = [
     (128, 64, 64, 4, 3),
     (128, 128, 32, 4, 3),
     (128, 128, 32, 8, 4),
+    (128, 128, 128, 8, 2),
 ]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
 
@@ -144,7 +148,44 @@ def persistent_tma(
         _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
 
 
-STRATEGIES = frozenset({"ptr", "tma", "early", "pers"})
+@triton.jit
+def tma_tiles_ws(
+    xd, wd, b, rd, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
+):
+    """One tile a program, its K loop warp-specialized."""
+    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in tl.range(0, K, BK, warp_specialize=True):
+        acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
+    rn = pn * BN + tl.arange(0, BN)
+    y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :] + rd.load([pm * BM, pn * BN]).to(tl.float32)
+    od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
+
+
+@triton.jit
+def persistent_tma_ws(
+    xd,
+    wd,
+    b,
+    rd,
+    od,
+    M,
+    N,
+    K: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+):
+    """Persistent over tiles, the tile loop warp-specialized (flattened with its K loop)."""
+    tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), tm * tn, PROGRAMS, flatten=True, warp_specialize=True):
+        pm, pn = _grouped(t, tm, tn, GROUP)
+        _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
+
+
+STRATEGIES = frozenset({"ptr", "tma", "early", "pers", "ws", "wsp"})
 """``early``: TMA tiles with the residual read through pointers before the K loop."""
 
 
@@ -152,7 +193,7 @@ def _time(fn) -> float:
     return triton.testing.do_bench(fn, warmup=10, rep=50) * 1e3
 
 
-def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEGIES) -> dict:
+def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEGIES, tiles: list[tuple] | None = None) -> dict:
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.float16)
     w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
@@ -180,7 +221,7 @@ def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEG
         except Exception as e:  # a tile that does not fit shared memory
             kernels[tag] = f"error: {str(e)[:200]}"
 
-    for bm, bn, bk, warps, stages in TILES:
+    for bm, bn, bk, warps, stages in tiles or TILES:
         bn, bk = min(bn, n), min(bk, k)
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         name = f"{bm}x{bn}x{bk}_w{warps}s{stages}"
@@ -194,12 +235,16 @@ def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEG
             run(f"tma_{name}", tma_tiles, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
         if "early" in strategies:
             run(f"early_{name}", tma_early_residual, tiles, xd, wd, b, r, od, m, n, k, bm, bn, bk, 8, **launch)
-        if "pers" in strategies:
+        if "ws" in strategies:
+            run(f"ws_{name}", tma_tiles_ws, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
+        for strategy, kernel in (("pers", persistent_tma), ("wsp", persistent_tma_ws)):
+            if strategy not in strategies:
+                continue
             for per_sm in (1, 2):
                 programs = min(tiles, sms * per_sm)
                 run(
-                    f"pers{per_sm}_{name}",
-                    persistent_tma,
+                    f"{strategy}{per_sm}_{name}",
+                    kernel,
                     programs,
                     xd,
                     wd,
@@ -226,16 +271,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--strategies", default=",".join(sorted(STRATEGIES)))
+    ap.add_argument("--tiles", default="", help="indices into TILES, comma-separated (default all)")
     args = ap.parse_args()
     strategies = frozenset(args.strategies.split(","))
+    tiles = [TILES[int(i)] for i in args.tiles.split(",")] if args.tiles else TILES
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    out: dict = {name: probe(*SHAPES[name], sms, strategies) for name in args.shapes.split(",")}
-    for name, row in out.items():
+    out: dict = {"device": torch.cuda.get_device_name(), "versions": {"torch": torch.__version__, "triton": triton.__version__}}
+    for name in args.shapes.split(","):  # written after each shape: a call's time limit keeps what ran
+        out[name] = row = probe(*SHAPES[name], sms, strategies, tiles)
         print(name, {k: v for k, v in row.items() if k != "triton"}, flush=True)
-    out["device"] = torch.cuda.get_device_name()
-    out["versions"] = {"torch": torch.__version__, "triton": triton.__version__}
-    with open(os.path.join(os.environ.get("OUT", "/tmp"), "gemm.json"), "w") as f:
-        json.dump(out, f, indent=1)
+        with open(os.path.join(os.environ.get("OUT", "/tmp"), "gemm.json"), "w") as f:
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
