@@ -51,7 +51,7 @@ TILES = [
 
 
 @triton.jit
-def _grouped(t, tm, tn, GROUP: tl.constexpr):
+def grouped(t, tm, tn, GROUP: tl.constexpr):
     per = GROUP * tn
     first = (t // per) * GROUP
     size = min(tm - first, GROUP)
@@ -65,7 +65,7 @@ def pointer_tiles(
     pid = tl.program_id(0)
     tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
     if GROUP > 0:
-        pm, pn = _grouped(pid, tm, tn, GROUP)
+        pm, pn = grouped(pid, tm, tn, GROUP)
     else:
         pm, pn = pid % tm, pid // tm
     rm = pm * BM + tl.arange(0, BM)[:, None]
@@ -87,17 +87,19 @@ def pointer_tiles(
 
 
 @triton.jit
-def _tma_product(xd, wd, pm, pn, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """The tile's product, its operands through TMA."""
+def _tma_product(xd, wd, pm, pn, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, WS: tl.constexpr):
+    """The tile's product, its operands through TMA; ``WS``: the K loop warp-specialized."""
     acc = tl.zeros((BM, BN), tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in tl.range(0, K, BK, warp_specialize=WS):
         acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
     return acc
 
 
 @triton.jit
-def _tma_tile(xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK)
+def _tma_tile(
+    xd, wd, b, rd, od, pm, pn, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, WS: tl.constexpr
+):
+    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK, WS)
     rn = pn * BN + tl.arange(0, BN)
     y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :] + rd.load([pm * BM, pn * BN]).to(tl.float32)
     od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
@@ -109,21 +111,34 @@ def tma_early_residual(
 ):
     """TMA operands and store; the residual read through pointers before the K loop, so
     its latency hides behind the loop instead of following it."""
-    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    pm, pn = grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
     rm = pm * BM + tl.arange(0, BM)[:, None]
     rn = pn * BN + tl.arange(0, BN)[None, :]
     res = tl.load(r + rm * N + rn, mask=(rm < M) & (rn < N), other=0.0)
-    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK)
+    acc = _tma_product(xd, wd, pm, pn, K, BM, BN, BK, False)
     y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32) + res.to(tl.float32)
     od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
 
 
 @triton.jit
 def tma_tiles(
-    xd, wd, b, rd, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
+    xd,
+    wd,
+    b,
+    rd,
+    od,
+    M,
+    N,
+    K: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP: tl.constexpr,
+    WS: tl.constexpr = False,
 ):
-    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
-    _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
+    """One tile a program; ``WS``: its K loop warp-specialized."""
+    pm, pn = grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK, WS)
 
 
 @triton.jit
@@ -141,48 +156,14 @@ def persistent_tma(
     BK: tl.constexpr,
     GROUP: tl.constexpr,
     PROGRAMS: tl.constexpr,
+    WS: tl.constexpr = False,
 ):
+    """Persistent over tiles; ``WS``: the tile loop warp-specialized (flattened with its K
+    loop), one tile's epilogue beside the next tile's loads."""
     tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    for t in tl.range(tl.program_id(0), tm * tn, PROGRAMS, flatten=True):
-        pm, pn = _grouped(t, tm, tn, GROUP)
-        _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
-
-
-@triton.jit
-def tma_tiles_ws(
-    xd, wd, b, rd, od, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr
-):
-    """One tile a program, its K loop warp-specialized."""
-    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k0 in tl.range(0, K, BK, warp_specialize=True):
-        acc = tl.dot(xd.load([pm * BM, k0]), wd.load([pn * BN, k0]).T, acc)
-    rn = pn * BN + tl.arange(0, BN)
-    y = acc + tl.load(b + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :] + rd.load([pm * BM, pn * BN]).to(tl.float32)
-    od.store([pm * BM, pn * BN], tl.maximum(y, 0.0).to(tl.float16))
-
-
-@triton.jit
-def persistent_tma_ws(
-    xd,
-    wd,
-    b,
-    rd,
-    od,
-    M,
-    N,
-    K: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BK: tl.constexpr,
-    GROUP: tl.constexpr,
-    PROGRAMS: tl.constexpr,
-):
-    """Persistent over tiles, the tile loop warp-specialized (flattened with its K loop)."""
-    tm, tn = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    for t in tl.range(tl.program_id(0), tm * tn, PROGRAMS, flatten=True, warp_specialize=True):
-        pm, pn = _grouped(t, tm, tn, GROUP)
-        _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK)
+    for t in tl.range(tl.program_id(0), tm * tn, PROGRAMS, flatten=True, warp_specialize=WS):
+        pm, pn = grouped(t, tm, tn, GROUP)
+        _tma_tile(xd, wd, b, rd, od, pm, pn, N, K, BM, BN, BK, False)
 
 
 STRATEGIES = frozenset({"ptr", "tma", "early", "pers", "ws", "wsp"})
@@ -236,15 +217,15 @@ def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEG
         if "early" in strategies:
             run(f"early_{name}", tma_early_residual, tiles, xd, wd, b, r, od, m, n, k, bm, bn, bk, 8, **launch)
         if "ws" in strategies:
-            run(f"ws_{name}", tma_tiles_ws, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, **launch)
-        for strategy, kernel in (("pers", persistent_tma), ("wsp", persistent_tma_ws)):
+            run(f"ws_{name}", tma_tiles, tiles, xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, True, **launch)
+        for strategy, specialized in (("pers", False), ("wsp", True)):
             if strategy not in strategies:
                 continue
             for per_sm in (1, 2):
                 programs = min(tiles, sms * per_sm)
                 run(
                     f"{strategy}{per_sm}_{name}",
-                    kernel,
+                    persistent_tma,
                     programs,
                     xd,
                     wd,
@@ -259,6 +240,7 @@ def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEG
                     bk,
                     8,
                     programs,
+                    specialized,
                     **launch,
                 )
     row["triton"] = kernels

@@ -35,6 +35,8 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.gemm_tile_probe import grouped
+
 SHAPES = {
     "s1": (56, 64, 64, 1),
     "s2": (28, 128, 128, 1),
@@ -54,14 +56,6 @@ CONFIGS = [
     (64, 64, 64, 4, 3),
 ]
 """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
-
-
-@triton.jit
-def _grouped(t, tm, tn, GROUP: tl.constexpr):
-    per = GROUP * tn
-    first = (t // per) * GROUP
-    size = min(tm - first, GROUP)
-    return first + (t % per) % size, (t % per) // size
 
 
 @triton.jit
@@ -134,7 +128,7 @@ def conv_tiles(
     GROUP: tl.constexpr,
 ):
     """One program per output tile, the whole K loop (as dnnc's generated convolutions)."""
-    pm, pn = _grouped(tl.program_id(0), tl.cdiv(M, BM), N // BN, GROUP)
+    pm, pn = grouped(tl.program_id(0), tl.cdiv(M, BM), N // BN, GROUP)
     acc = tl.zeros((BM, BN), tl.float32)
     acc = _conv_steps(x, w, acc, pm, pn, 0, 9 * C // BK, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
     _epilogue(acc, b, y, pm, pn, M, N, BM, BN)
@@ -182,7 +176,7 @@ def conv_stream_k(
         tile = it // STEPS
         k_first = it - tile * STEPS
         k_last = tl.minimum(STEPS, k_first + end - it)
-        pm, pn = _grouped(tile, tm, tn, GROUP)
+        pm, pn = grouped(tile, tm, tn, GROUP)
         acc = tl.zeros((BM, BN), tl.float32)
         acc = _conv_steps(x, w, acc, pm, pn, k_first, k_last, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
         if (k_first == 0) & (k_last == STEPS):

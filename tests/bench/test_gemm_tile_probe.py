@@ -9,7 +9,7 @@ import pytest
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from bench.gemm_tile_probe import persistent_tma_ws, tma_early_residual, tma_tiles, tma_tiles_ws
+from bench.gemm_tile_probe import persistent_tma, tma_early_residual, tma_tiles
 
 
 @pytest.mark.parametrize("strategy", ["tma", "early", "ws", "wsp"])
@@ -29,8 +29,8 @@ def test_fused_1x1_gemm_with_residual(strategy: str) -> None:
     elif strategy == "tma":
         tma_tiles[(tiles,)](xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8)
     elif strategy == "ws":
-        tma_tiles_ws[(tiles,)](xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8)
+        tma_tiles[(tiles,)](xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, True)
     else:  # fewer programs than tiles: each loops over several
-        persistent_tma_ws[(3,)](xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, 3)
+        persistent_tma[(3,)](xd, wd, b, rd, od, m, n, k, bm, bn, bk, 8, 3, True)
     want = torch.relu(x.float() @ w.float().T + b.float() + r.float())
     torch.testing.assert_close(o.float(), want, rtol=2e-3, atol=2e-3)
