@@ -11,8 +11,10 @@ residual read through pointers before the K loop), ``pers1``/``pers2``
 specialization (``tl.range(..., warp_specialize=True)``: warps that load apart from warps
 that multiply): ``ws`` over the K loop of one tile, ``wsp1``/``wsp2`` over a persistent
 program's tiles, the epilogue of one tile beside the next tile's loads. Every kernel's result is
-checked against float32 first. Run on the GPU: ``python bench/gemm_tile_probe.py``; writes
-``$OUT/gemm.json`` (default /tmp)."""
+checked against float32 first, then timed as a CUDA-graph replay (``dnnc.timing.device_time_ms``;
+until 2026-11-29 ``triton.testing.do_bench``, which flushes L2 before each run and so measured
+the flush more than kernels of 10-30 us). Run on the GPU: ``python bench/gemm_tile_probe.py``;
+writes ``$OUT/gemm.json`` (default /tmp)."""
 
 from __future__ import annotations
 
@@ -171,7 +173,9 @@ STRATEGIES = frozenset({"ptr", "tma", "early", "pers", "ws", "wsp"})
 
 
 def _time(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=10, rep=50) * 1e3
+    from dnnc.timing import device_time_ms
+
+    return device_time_ms(fn) * 1e3
 
 
 def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEGIES, tiles: list[tuple] | None = None) -> dict:
