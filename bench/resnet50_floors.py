@@ -5,7 +5,9 @@ kernel per layer can reach at best; the suite's floor (the whole network's FLOPs
 input, weights and output once) is below it, since no activation goes to memory there.
 With ``chained``, each block's 1x1 expansion and the next block's 1x1 reduction inside a
 stage count as one kernel (``bench/chain_probe.py``): the residual-width tensor is not read
-back.
+back. With ``per block``, each bottleneck block (its reduction, 3x3, downsample and expansion
+with the residual) and the stem with its pool count as one kernel each: only a block's
+input, output and weights go through memory, the floor of fusing across layers.
 
     python bench/resnet50_floors.py [--tflops 671] [--gbs 4192]   # the H200's measured ceilings
 """
@@ -80,21 +82,43 @@ def chained(found: list[Layer], n: int) -> list[Layer]:
     return out
 
 
+def per_block(found: list[Layer], n: int) -> list[Layer]:
+    """``found`` with each bottleneck block, and the stem with its pool, as one layer: their
+    FLOPs, and as bytes only what enters and leaves (the block's input, which its residual
+    is, its output and its weights); the classifier as it is."""
+    moved = {"stem+pool": 2.0 * (n * 224 * 224 * STEM_CHANNELS + n * 56 * 56 * 64 + 64 * STEM_CHANNELS * 7 * 7)}
+    cin, size = 64, 56
+    for s, (blocks, width, cout, out) in enumerate(STAGES, start=1):
+        for b in range(blocks):
+            here, into = (size, cin) if b == 0 else (out, cout)
+            weights = into * width + width * width * 9 + width * cout + (into * cout if b == 0 else 0)
+            moved[f"s{s}b{b}"] = 2.0 * (n * here * here * into + n * out * out * cout + weights)
+        cin, size = cout, out
+    flops: dict[str, float] = {}
+    for layer in found:
+        key = "stem+pool" if layer.name in ("stem", "pool") else layer.name.partition(".")[0]
+        flops[key] = flops.get(key, 0.0) + layer.flops
+    return [Layer(key, f, moved[key]) if key in moved else next(x for x in found if x.name == key) for key, f in flops.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tflops", type=float, default=671.0, help="fp16 matmul rate (the H200's, measured in the suite)")
     parser.add_argument("--gbs", type=float, default=4192.0, help="copy rate, GB/s (the H200's, measured in the suite)")
     args = parser.parse_args()
     print(f"at {args.tflops:g} TFLOP/s and {args.gbs:g} GB/s, ms:")
-    print("| batch | one kernel per layer | expansion + next reduction chained | FLOPs alone | bytes alone |")
-    print("|---|---|---|---|---|")
+    print(
+        "| batch | one kernel per layer | expansion + next reduction chained | one kernel per block | FLOPs alone | bytes alone |"
+    )
+    print("|---|---|---|---|---|---|")
     for n in (1, 32, 128):
         found = layers(n)
         apart = sum(floor_ms(x, args.tflops, args.gbs) for x in found)
         fused = sum(floor_ms(x, args.tflops, args.gbs) for x in chained(found, n))
+        blocks = sum(floor_ms(x, args.tflops, args.gbs) for x in per_block(found, n))
         flops = sum(x.flops for x in found) / (args.tflops * 1e9)
         moved = sum(x.bytes for x in found) / (args.gbs * 1e6)
-        print(f"| {n} | {apart:.3f} | {fused:.3f} | {flops:.3f} | {moved:.3f} |")
+        print(f"| {n} | {apart:.3f} | {fused:.3f} | {blocks:.3f} | {flops:.3f} | {moved:.3f} |")
 
 
 if __name__ == "__main__":
