@@ -59,7 +59,7 @@ CONFIGS = [
 
 
 @triton.jit
-def _conv_steps(
+def conv_steps(
     x,
     w,
     acc,
@@ -130,7 +130,7 @@ def conv_tiles(
     """One program per output tile, the whole K loop (as dnnc's generated convolutions)."""
     pm, pn = grouped(tl.program_id(0), tl.cdiv(M, BM), N // BN, GROUP)
     acc = tl.zeros((BM, BN), tl.float32)
-    acc = _conv_steps(x, w, acc, pm, pn, 0, 9 * C // BK, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
+    acc = conv_steps(x, w, acc, pm, pn, 0, 9 * C // BK, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
     _epilogue(acc, b, y, pm, pn, M, N, BM, BN)
 
 
@@ -178,7 +178,7 @@ def conv_stream_k(
         k_last = tl.minimum(STEPS, k_first + end - it)
         pm, pn = grouped(tile, tm, tn, GROUP)
         acc = tl.zeros((BM, BN), tl.float32)
-        acc = _conv_steps(x, w, acc, pm, pn, k_first, k_last, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
+        acc = conv_steps(x, w, acc, pm, pn, k_first, k_last, H, W, OH, OW, M, C, STRIDE, BM, BN, BK)
         if (k_first == 0) & (k_last == STEPS):
             _epilogue(acc, b, y, pm, pn, M, N, BM, BN)
         else:

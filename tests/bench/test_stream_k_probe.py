@@ -6,16 +6,11 @@ compiler, where their K loops must come out pipelined onto wgmma."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from bench.stream_k_probe import Conv
+from tests.bench.sm90_build import built_for_sm90
 
 
 def device() -> torch.device:
@@ -48,50 +43,14 @@ def test_stream_k_shares_a_tile_among_at_most_the_programs_it_sizes_for() -> Non
     assert arrivals.numel() == tiles and partials.numel() == tiles * shares * 16 * 16
 
 
-COMPILE_FOR_SM90 = """
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from bench.stream_k_probe import conv_stream_k, conv_tiles
-
-kernel = sys.argv[1]
-fn = conv_stream_k if kernel == "stream_k" else conv_tiles
-values = dict(x="*fp16", w="*fp16", b="*fp16", y="*fp16", H=28, W=28, OH=28, OW=28, M=25088)
-values |= dict(C=128, N=128, STRIDE=1, BM=128, BN=128, BK=64, GROUP=8)
-values |= dict(partials="*fp32", arrivals="*i32", PROGRAMS=132, MAX_SHARES=3)
-signature, constants = {}, {}
-for i, (name, param) in enumerate(zip(fn.arg_names, fn.params)):
-    if param.is_constexpr:
-        signature[name], constants[(i,)] = "constexpr", values[name]
-    else:
-        signature[name] = values[name] if isinstance(values[name], str) else "i32"
-# the pointers 16-byte aligned, as a launch on torch tensors specializes them
-aligned = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(signature.values()) if t.startswith("*")}
-source = ASTSource(fn, signature, constants, aligned)
-compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 3})
-ptx = compiled.asm["ptx"]
-print(json.dumps({"wgmma": "wgmma.mma_async" in ptx, "cp_async": "cp.async" in ptx, "shared": compiled.metadata.shared}))
-"""
-
-
-@pytest.mark.parametrize("kernel", ["tiles", "stream_k"])
+@pytest.mark.parametrize("kernel", ["conv_tiles", "conv_stream_k"])
 def test_the_kernels_build_for_sm90_pipelined_on_wgmma(kernel: str) -> None:
-    """What the interpreter cannot show: Triton's compiler takes the kernels (the stream-K
-    one's K loop of dynamic bounds inside its while loop included) for sm_90 without a GPU
-    and pipelines their K loops (asynchronous copies, three stages of shared memory) onto
-    Hopper's wgmma. In a process of its own: this one's kernels are the interpreter's."""
-    env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", COMPILE_FOR_SM90, kernel],
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],  # the repository root: ``bench`` imports from there
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    built = json.loads(done.stdout.strip().splitlines()[-1])
+    """Triton's compiler takes the kernels for sm_90 (the stream-K one's K loop of dynamic
+    bounds inside its while loop included) and pipelines their K loops (asynchronous
+    copies, three stages of shared memory) onto wgmma."""
+    values = dict(x="*fp16", w="*fp16", b="*fp16", y="*fp16", H=28, W=28, OH=28, OW=28, M=25088)
+    values |= dict(C=128, N=128, STRIDE=1, BM=128, BN=128, BK=64, GROUP=8)
+    values |= dict(partials="*fp32", arrivals="*i32", PROGRAMS=132, MAX_SHARES=3)
+    built = built_for_sm90("bench.stream_k_probe", kernel, values, warps=8, stages=3)
     assert built["wgmma"] and built["cp_async"]
     assert built["shared"] >= 3 * (128 * 64 + 64 * 128) * 2
