@@ -103,7 +103,9 @@ class BlockTail:
         )  # fmt: skip
 
 
-def probe(stage: int, batch: int) -> dict:
+def probe(stage: int, batch: int, device: str = "cuda") -> dict:
+    """One stage's block tail, fused and apart, every config checked then timed; ``device``
+    other than the GPU only to walk the code on the interpreter."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     from bench.gemm_tile_probe import TILES, tma_tiles
@@ -111,7 +113,7 @@ def probe(stage: int, batch: int) -> dict:
     from dnnc.timing import device_time_ms
 
     hw, width, cout = STAGES[stage]
-    block = BlockTail(batch, hw, width, cout, torch.device("cuda"))
+    block = BlockTail(batch, hw, width, cout, torch.device(device))
     want, want_middle = block.want(), block.conv.want()
     row: dict = {"stage": stage, "batch": batch, "pixels": block.m, "width": width, "out": cout}
     row["middle_mb"] = block.m * width * 2 / 1e6

@@ -241,11 +241,13 @@ class Conv:
         )  # fmt: skip
 
 
-def probe(name: str, batch: int, sms: int) -> dict:
+def probe(name: str, batch: int, sms: int, device: str = "cuda") -> dict:
+    """One shape's kernels, every config checked then timed; ``device`` other than the GPU
+    only to walk the code on the interpreter."""
     from dnnc.timing import device_time_ms
 
     hw, c, o, stride = SHAPES[name]
-    conv = Conv(batch, hw, c, o, stride, torch.device("cuda"))
+    conv = Conv(batch, hw, c, o, stride, torch.device(device))
     want = conv.want()
     row: dict = {"shape": name, "batch": batch, "M": conv.m, "N": o, "K": 9 * c, "gflop": 2 * conv.m * o * 9 * c / 1e9}
     x_cl = conv.x.permute(0, 3, 1, 2)  # NCHW view of NHWC: torch runs cuDNN channels-last
