@@ -32,7 +32,7 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.stream_k_probe import Conv, conv_steps
+from bench.stream_k_probe import Conv, checked_us, conv_steps
 
 STAGES = {1: (56, 64, 256), 2: (28, 128, 512), 3: (14, 256, 1024), 4: (7, 512, 2048)}
 """(map size, width, output channels) of a ResNet-50 block after each stage's first."""
@@ -110,7 +110,6 @@ def probe(stage: int, batch: int, device: str = "cuda") -> dict:
 
     from bench.gemm_tile_probe import TILES, tma_tiles
     from bench.stream_k_probe import CONFIGS as CONV_CONFIGS
-    from dnnc.timing import device_time_ms
 
     hw, width, cout = STAGES[stage]
     block = BlockTail(batch, hw, width, cout, torch.device(device))
@@ -118,29 +117,17 @@ def probe(stage: int, batch: int, device: str = "cuda") -> dict:
     row: dict = {"stage": stage, "batch": batch, "pixels": block.m, "width": width, "out": cout}
     row["middle_mb"] = block.m * width * 2 / 1e6
 
-    def timed(fn, got: torch.Tensor, expected: torch.Tensor) -> float | str:
-        try:
-            got.zero_()
-            fn()
-            torch.cuda.synchronize()
-            err = (got.float().reshape(expected.shape) - expected).abs().max().item()
-            if err > 0.02 * expected.abs().max().item():
-                return f"wrong by {err}"
-            return round(1000 * device_time_ms(fn), 2)
-        except Exception as e:  # a tile that does not fit shared memory or registers
-            return f"error: {str(e)[:160]}"
-
     fused = {}
     for bm, bk, bn, warps, stages in CONFIGS:
         bk, bn = min(bk, width), min(bn, cout)
-        fused[f"{bm}x{bk}x{bn}_w{warps}s{stages}"] = timed(
+        fused[f"{bm}x{bk}x{bn}_w{warps}s{stages}"] = checked_us(
             lambda bm=bm, bk=bk, bn=bn, warps=warps, stages=stages: block.fused(bm, bk, bn, warps, stages), block.y, want
         )
     conv = block.conv
     apart_3x3 = {}
     for bm, bn, bk, warps, stages in CONV_CONFIGS:
         bn, bk = min(bn, width), min(bk, width)
-        apart_3x3[f"{bm}x{bn}x{bk}_w{warps}s{stages}"] = timed(
+        apart_3x3[f"{bm}x{bn}x{bk}_w{warps}s{stages}"] = checked_us(
             lambda bm=bm, bn=bn, bk=bk, warps=warps, stages=stages: conv.tiles(bm, bn, bk, warps, stages), conv.y, want_middle
         )
     middle = conv.y.reshape(block.m, width)
@@ -151,7 +138,7 @@ def probe(stage: int, batch: int, device: str = "cuda") -> dict:
         xd, wd = TensorDescriptor.from_tensor(middle, [bm, bk]), TensorDescriptor.from_tensor(block.we, [bn, bk])
         rd, od = TensorDescriptor.from_tensor(block.r, [bm, bn]), TensorDescriptor.from_tensor(block.y, [bm, bn])
         grid = (triton.cdiv(block.m, bm) * triton.cdiv(cout, bn),)
-        apart_expand[f"{bm}x{bn}x{bk}_w{warps}s{stages}"] = timed(
+        apart_expand[f"{bm}x{bn}x{bk}_w{warps}s{stages}"] = checked_us(
             lambda grid=grid, xd=xd, wd=wd, rd=rd, od=od, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages: tma_tiles[grid](
                 xd, wd, block.be, rd, od, block.m, cout, width, bm, bn, bk, 8, num_warps=warps, num_stages=stages
             ),

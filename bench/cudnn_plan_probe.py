@@ -154,6 +154,7 @@ class Graphs:
         the first eight ranks (a runtime-compiled one takes up to a second to build). Each
         plan is timed as a CUDA-graph replay (``dnnc.timing.device_time_ms``), which a
         plan's host-side execute (tens of microseconds) does not reach."""
+        from dnnc.backends.cudnn.runtime import runtime_compiled
         from dnnc.timing import device_time_ms
 
         cudnn = self.cudnn
@@ -186,7 +187,7 @@ class Graphs:
         except Exception as e:  # plans that are not supported fail to build below
             print(f"  ({label}: check_support: {str(e)[:80]})")
         count = g.get_execution_plan_count()
-        runtime = {i for i in range(count) if _runtime_compiled(g, i)}
+        runtime = {i for i in range(count) if runtime_compiled(g, i)}
         tuned = [i for i in range(min(8, heuristic)) if i not in runtime] + sorted(i for i in runtime if i < 8)[:2]
         order = [*tuned, *(i for i in range(8, count) if i not in runtime)]
         print(f"{label}: {heuristic} heuristic plans, {created} knob plans, {count - len(runtime)} precompiled", flush=True)
@@ -251,13 +252,6 @@ def knob_combinations(values: list[list[int]], most: int, seed: int) -> list[tup
     while len(drawn) < most:
         drawn.add(tuple(rng.choice(v) for v in values))
     return sorted(drawn)
-
-
-def _runtime_compiled(g: Any, index: int) -> bool:
-    try:
-        return any("RUNTIME_COMPILATION" in str(n) for n in g.get_behavior_notes_for_plan_at_index(index))
-    except Exception:
-        return False
 
 
 def _ms(run: Callable[[], None], calls: int = 20) -> float:

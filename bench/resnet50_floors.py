@@ -37,21 +37,29 @@ def _conv(name: str, n: int, size: int, cin: int, cout: int, k: int, stride: int
     return Layer(name, flops, moved)
 
 
+def bottlenecks() -> list[tuple[str, int, int, int, int, int]]:
+    """Each bottleneck block, in order: its name (``s<stage>b<block>``), input size and
+    channels, width, output channels and output size."""
+    found, cin, size = [], 64, 56
+    for s, (blocks, width, cout, out) in enumerate(STAGES, start=1):
+        for b in range(blocks):
+            here, into = (size, cin) if b == 0 else (out, cout)
+            found.append((f"s{s}b{b}", here, into, width, cout, out))
+        cin, size = cout, out
+    return found
+
+
 def layers(n: int) -> list[Layer]:
     """Every convolution (bias and ReLU fused, residual read by each block's expansion),
     the max pool and the classifier, in order, at batch ``n``."""
     found = [_conv("stem", n, 224, STEM_CHANNELS, 64, 7, 2), Layer("pool", 0.0, 2.0 * n * 64 * (112 * 112 + 56 * 56))]
-    cin, size = 64, 56
-    for s, (blocks, width, cout, out) in enumerate(STAGES, start=1):
-        for b in range(blocks):
-            here, into = (size, cin) if b == 0 else (out, cout)
-            stride = here // out
-            found.append(_conv(f"s{s}b{b}.reduce", n, here, into, width, 1, 1))
-            found.append(_conv(f"s{s}b{b}.3x3", n, here, width, width, 3, stride))
-            if b == 0:
-                found.append(_conv(f"s{s}b{b}.down", n, here, into, cout, 1, stride))
-            found.append(_conv(f"s{s}b{b}.expand", n, out, width, cout, 1, 1, residual=True))
-        cin, size = cout, out
+    for name, here, into, width, cout, out in bottlenecks():
+        stride = here // out
+        found.append(_conv(f"{name}.reduce", n, here, into, width, 1, 1))
+        found.append(_conv(f"{name}.3x3", n, here, width, width, 3, stride))
+        if into != cout:  # each stage's first block: its downsample
+            found.append(_conv(f"{name}.down", n, here, into, cout, 1, stride))
+        found.append(_conv(f"{name}.expand", n, out, width, cout, 1, 1, residual=True))
     found.append(Layer("fc", 2.0 * n * 2048 * 1000, 2.0 * (2048 * 1000 + n * 2048 + n * 1000)))
     return found
 
@@ -87,13 +95,9 @@ def per_block(found: list[Layer], n: int) -> list[Layer]:
     FLOPs, and as bytes only what enters and leaves (the block's input, which its residual
     is, its output and its weights); the classifier as it is."""
     moved = {"stem+pool": 2.0 * (n * 224 * 224 * STEM_CHANNELS + n * 56 * 56 * 64 + 64 * STEM_CHANNELS * 7 * 7)}
-    cin, size = 64, 56
-    for s, (blocks, width, cout, out) in enumerate(STAGES, start=1):
-        for b in range(blocks):
-            here, into = (size, cin) if b == 0 else (out, cout)
-            weights = into * width + width * width * 9 + width * cout + (into * cout if b == 0 else 0)
-            moved[f"s{s}b{b}"] = 2.0 * (n * here * here * into + n * out * out * cout + weights)
-        cin, size = cout, out
+    for name, here, into, width, cout, out in bottlenecks():
+        weights = into * width + width * width * 9 + width * cout + (into * cout if into != cout else 0)
+        moved[name] = 2.0 * (n * here * here * into + n * out * out * cout + weights)
     flops: dict[str, float] = {}
     for layer in found:
         key = "stem+pool" if layer.name in ("stem", "pool") else layer.name.partition(".")[0]

@@ -103,8 +103,9 @@ class Knobs:
     """Launch a Triton kernel that follows another Triton kernel, or a cuDNN matrix
     product in a config of one wave, with Programmatic Dependent Launch on Hopper and
     later (``triton-launch-order``): it is let onto the GPU while the one before it
-    drains, and waits (``griddepcontrol.wait``) before it reads anything. On an H200, chains of 32 dependent products took 0.27-0.64 us less
-    per kernel (``bench/pdl_probe.py``, BENCHMARKS.md). (DNNC_PDL)"""
+    drains, and waits (``griddepcontrol.wait``) before it reads anything. On an H200,
+    chains of 32 dependent products took 0.27-0.64 us less per kernel
+    (``bench/pdl_probe.py``, BENCHMARKS.md). (DNNC_PDL)"""
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
