@@ -191,7 +191,7 @@ class CompiledModule(InferenceModule):
         outputs, launch = bind(leaves) if bind is not None else by_running(self._runner.run, leaves)
         if self._index_check is not None:
             launch = checked(launch, self._index_check.before_call, self._index_check.after_call)
-        return Binding(tuple(leaves), self._structured(outputs), launch)
+        return Binding(tuple(leaves), self._structured(outputs), launch, self)
 
     def _structured(self, outputs: list[Any]) -> Any:
         if self._one_leaf:

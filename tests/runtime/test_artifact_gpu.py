@@ -188,6 +188,29 @@ def test_a_binding_replays_on_the_callers_tensors_into_its_own_outputs(resnet, r
         module.bind(torch.randn(BATCH, 3, 224, 224, device="cuda"))
 
 
+def test_a_binding_outlives_the_callers_reference_to_its_program(resnet, rng: torch.Generator) -> None:
+    """A binding made by ``load(...).bind(...)`` in one expression: the captured graph
+    reads the program's weights and arena by address, so they stay allocated while the
+    binding lives. Memory of the arena's size is taken and filled with NaN after the
+    program's last other reference is dropped; the replay still computes the model."""
+    import gc
+
+    _, compiled, path = resnet
+    x = _fresh_input(rng).cuda()
+    module = dnnc.load(path)
+    arena = module._runner.arena.arena.numel()
+    binding = module.bind(x)
+    del module
+    gc.collect()
+    taken = [torch.full((arena,), 255, dtype=torch.uint8, device="cuda") for _ in range(4)]
+    x.copy_(_fresh_input(rng).cuda())
+    expected = compiled._executor.run([x])[0]
+    binding.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(binding.outputs, expected, **SAME)
+    del taken
+
+
 def test_bad_inputs_stop_before_any_launch(resnet) -> None:
     _, _, path = resnet
     module = dnnc.load(path)

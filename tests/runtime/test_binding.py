@@ -5,6 +5,9 @@ at ``bind`` with the op-free message a call gives."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 import torch
@@ -57,3 +60,24 @@ def test_bind_refuses_what_a_call_refuses_and_arrays(compiled) -> None:
         module.bind(torch.randn(2, 8), torch.randn(3, 4))
     with pytest.raises(InputError, match="bind takes the torch tensors"):
         module.bind(np.zeros((3, 8), np.float32), torch.randn(3, 4))
+
+
+def test_a_binding_keeps_its_program_alive(compiled, rng: torch.Generator) -> None:
+    """``compile(...).bind(...)`` in one expression leaves the binding the only holder of
+    the program: it must keep it (on a GPU the captured graph reads the program's memory
+    by address)."""
+    model, _ = compiled
+    x, y = torch.randn(3, 8, generator=rng), torch.randn(3, 4, generator=rng)
+    module = dnnc.compile(model, (x, y), device="cpu")
+    held = weakref.ref(module)
+    binding = module.bind(x, y)
+    del module
+    gc.collect()
+    assert held() is not None
+    x.copy_(torch.randn(3, 8, generator=rng))
+    binding.replay()
+    with torch.no_grad():
+        torch.testing.assert_close(binding.outputs[0], model(x, y)[0])
+    del binding
+    gc.collect()
+    assert held() is None
