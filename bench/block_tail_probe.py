@@ -16,6 +16,9 @@ The separate pair is ``bench/stream_k_probe.py``'s tile kernel (3x3 + bias + ReL
 ``bench/gemm_tile_probe.py``'s TMA expansion, each with its best config. Every output is
 checked against float32 first; times are CUDA-graph replays (``dnnc.timing.device_time_ms``).
 Writes ``DIR/block-tail.json`` (default /tmp) after each stage.
+
+Measured on an H200 (2026-11-29, BENCHMARKS.md, thirty-first session): the one kernel lost
+to the two apart on every stage at batch 32 and 128 (9-41% on stages 1-3, 3-5x on stage 4).
 """
 
 from __future__ import annotations

@@ -239,7 +239,7 @@ def _checked_and_timed(name: str, label: str, run, configs: list[dict], args: tu
             entries.append({**cfg, "status": f"error: {type(e).__name__}"})
             continue
         entry = {**cfg, "rel_error": _rel(got, want)}
-        if entry["rel_error"] > 5e-3:
+        if not entry["rel_error"] <= 5e-3:  # NaN included
             entry["status"] = "wrong"
         elif not check_only:
             from bench.gpu_timing import in_cuda_graph, median_ms
