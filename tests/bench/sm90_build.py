@@ -31,13 +31,18 @@ aligned = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(signature.value
 source = ASTSource(fn, signature, constants, aligned)
 built = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
 ptx = built.asm["ptx"]
-print(json.dumps({"wgmma": "wgmma.mma_async" in ptx, "cp_async": "cp.async" in ptx, "shared": built.metadata.shared}))
+print(json.dumps({"wgmma": "wgmma.mma_async" in ptx, "cp_async": "cp.async" in ptx, "tma": "cp.async.bulk.tensor" in ptx,
+                  "shared_loads": ptx.count("ld.shared") + ptx.count("ldmatrix"), "shared": built.metadata.shared}))
 """
 
 
 def built_for_sm90(module: str, name: str, values: dict[str, Any], warps: int, stages: int) -> dict[str, Any]:
     """Build ``module.name`` with ``values`` for its parameters (a type string such as
-    ``"*fp16"`` for a pointer, an int for an integer or a constexpr)."""
+    ``"*fp16"`` for a pointer or ``"tensordesc<fp16[64, 32]>"`` for a TMA descriptor, an
+    int for an integer or a constexpr). Says whether the PTX has wgmma, cp.async and TMA
+    (``cp.async.bulk.tensor``) instructions, how many loads from shared memory into
+    registers it has (none where every product's operands go to wgmma as they lie), and
+    the shared memory the kernel takes."""
     done = subprocess.run(
         [sys.executable, "-c", BUILD, module, name, json.dumps(values), str(warps), str(stages)],
         env={**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"},
