@@ -50,7 +50,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.stem_pool_probe import ROW_CONFIGS, conv_rows, out_size, pack_input, pack_weight, reference
+from bench.stem_pool_probe import ROW_CONFIGS, _rel, conv_rows, out_size, pack_input, pack_weight, reference
 from bench.stem_pool_probe import SHAPES as STEM_SHAPES
 
 SHAPES = {
@@ -162,17 +162,12 @@ def stem_tma(xp, wk, ks, b, shape, cfg, sms: int = 132):
     return y
 
 
-def _rel(got: torch.Tensor, want: torch.Tensor) -> float:
-    """NaN where either holds one: compare with ``not err <= tol``."""
-    return float((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-12))
-
-
 def _checked_us(run, want: torch.Tensor, timed: bool) -> dict:
     try:
         got = run().permute(0, 3, 1, 2)
     except Exception as e:  # a config past the shared memory, or one the compiler refuses
         return {"status": f"error: {type(e).__name__}: {str(e)[:160]}"}
-    entry: dict = {"rel_error": _rel(got, want)}
+    entry: dict = {"rel_error": _rel(got, want)}  # NaN where either holds one
     if not entry["rel_error"] <= 5e-3:  # NaN included
         entry["status"] = "wrong"
     elif timed:
