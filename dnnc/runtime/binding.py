@@ -40,8 +40,8 @@ class Binding:
     """The compiled program the launch runs, held for as long as the binding is: a captured
     graph holds addresses, not tensors, so the weights and the intermediates' arena it
     reads must not go back to the allocator when the caller drops its own reference
-    (``compile(...).bind(...)`` in one expression). Without this, a later allocation took
-    that memory and the replay computed from whatever was written there."""
+    (``compile(...).bind(...)`` in one expression): a later allocation would take that
+    memory, and the replay would compute from whatever is written there."""
 
     def replay(self) -> None:
         """Run the program on what the bound inputs hold now, into ``outputs``. On a GPU it
