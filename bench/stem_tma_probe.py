@@ -16,6 +16,7 @@ reads ``S * C`` (padded to ``KS``) contiguous elements starting at padded row
 with strides (Hp*Wp*C, STRIDE*Wp*C, Wp*C, STRIDE*C, 1): every stride but the last a
 multiple of 16 bytes when ``STRIDE * C * 2`` is, so a 5-D TMA descriptor walks it, and a
 tile of BH x BW output pixels' kernel row is one box (the rows overlap; TMA does not mind).
+For one-row tiles a 4-D view does (n, padded row, ow, k), the row being ``oh * STRIDE + r``.
 Columns past the output are zero-filled by TMA on the way in and clipped on the way out. A
 tile's K loop is its ``R`` kernel rows, each a wgmma fed from shared memory as TMA left it;
 persistent programs keep that pipeline running from one tile into the next.
@@ -63,29 +64,40 @@ SHAPES = {
 C = 4
 """Input channels, zero-padded: 4 x 2 bytes x stride 2 makes a column step of 16 bytes."""
 CONFIGS = [
-    # (BH, BW, warps, stages, persistent programs per SM; 0: one tile a program)
-    (1, 128, 4, 3, 0),
-    (1, 128, 8, 4, 0),
-    (2, 64, 4, 3, 0),
-    (8, 16, 4, 3, 0),
-    (1, 64, 4, 4, 0),
-    (1, 128, 4, 3, 1),
-    (1, 128, 4, 3, 2),
-    (2, 64, 4, 4, 2),
-    (1, 64, 4, 4, 2),
+    # (BH, BW, warps, stages, persistent programs per SM (0: one tile a program), view rank)
+    (1, 128, 4, 3, 0, 5),
+    (1, 128, 8, 4, 0, 5),
+    (2, 64, 4, 3, 0, 5),
+    (8, 16, 4, 3, 0, 5),
+    (1, 64, 4, 4, 0, 5),
+    (1, 128, 4, 3, 1, 5),
+    (1, 128, 4, 3, 2, 5),
+    (2, 64, 4, 4, 2, 5),
+    (1, 64, 4, 4, 2, 5),
+    (1, 128, 4, 3, 0, 4),
+    (1, 128, 4, 3, 2, 4),
+    (1, 64, 4, 4, 2, 4),
 ]
+"""A view of rank 4, (n, padded row, ow, k), serves one-row tiles: kernel row r of output
+row oh is padded row ``oh * STRIDE + r``. Rank 5 adds the kernel row as a dimension of its
+own, for tiles several output rows tall."""
 
 
 @triton.jit
 def _stem_tile(
     ad, wd, b_ptr, yd, n, oh0, ow0,
     R: tl.constexpr, KS: tl.constexpr, CO: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
+    ROWS_VIEW: tl.constexpr,
 ):  # fmt: skip
     """Output pixels (n, oh0 .. +BH, ow0 .. +BW), all ``CO`` channels: the window's kernel
-    rows as ``R`` TMA-fed products, then bias, ReLU and a TMA store."""
+    rows as ``R`` TMA-fed products, then bias, ReLU and a TMA store. ``ROWS_VIEW``: the
+    stride, where ``ad`` is the rank-4 view of one-row tiles; 0 for the rank-5 view."""
     acc = tl.zeros([BH * BW, CO], tl.float32)
     for r in tl.range(0, R):
-        a = ad.load([n, oh0, r, ow0, 0]).reshape(BH * BW, KS)
+        if ROWS_VIEW:
+            a = ad.load([n, oh0 * ROWS_VIEW + r, ow0, 0]).reshape(BW, KS)
+        else:
+            a = ad.load([n, oh0, r, ow0, 0]).reshape(BH * BW, KS)
         acc = tl.dot(a, wd.load([r * CO, 0]).T, acc)
     co = tl.arange(0, CO)
     y = tl.maximum(acc + tl.load(b_ptr + co).to(tl.float32)[None, :], 0.0)
@@ -96,23 +108,25 @@ def _stem_tile(
 def stem_tiles(
     ad, wd, b_ptr, yd, OH, OW,
     R: tl.constexpr, KS: tl.constexpr, CO: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr,
+    ROWS_VIEW: tl.constexpr = 0,
 ):  # fmt: skip
     """One tile a program."""
     tw, th = tl.cdiv(OW, BW), tl.cdiv(OH, BH)
     t = tl.program_id(0)
-    _stem_tile(ad, wd, b_ptr, yd, t // (tw * th), (t // tw) % th * BH, t % tw * BW, R, KS, CO, BH, BW)
+    _stem_tile(ad, wd, b_ptr, yd, t // (tw * th), (t // tw) % th * BH, t % tw * BW, R, KS, CO, BH, BW, ROWS_VIEW)
 
 
 @triton.jit
 def stem_persistent(
     ad, wd, b_ptr, yd, N, OH, OW,
     R: tl.constexpr, KS: tl.constexpr, CO: tl.constexpr, BH: tl.constexpr, BW: tl.constexpr, PROGRAMS: tl.constexpr,
+    ROWS_VIEW: tl.constexpr = 0,
 ):  # fmt: skip
     """``PROGRAMS`` programs walk the tiles, the tile loop flattened with the kernel-row loop
     so that the next tile's first boxes load while this one's last products run."""
     tw, th = tl.cdiv(OW, BW), tl.cdiv(OH, BH)
     for t in tl.range(tl.program_id(0), N * th * tw, PROGRAMS, flatten=True):
-        _stem_tile(ad, wd, b_ptr, yd, t // (tw * th), (t // tw) % th * BH, t % tw * BW, R, KS, CO, BH, BW)
+        _stem_tile(ad, wd, b_ptr, yd, t // (tw * th), (t // tw) % th * BH, t % tw * BW, R, KS, CO, BH, BW, ROWS_VIEW)
 
 
 def padded_input(x: torch.Tensor, r: int, s: int, stride: int, pad: int) -> tuple[torch.Tensor, int]:
@@ -128,12 +142,19 @@ def padded_input(x: torch.Tensor, r: int, s: int, stride: int, pad: int) -> tupl
     return F.pad(nhwc, (0, 0, pad, wp - w - pad, pad, hp - h - pad)).contiguous(), ks
 
 
-def descriptors(xp: torch.Tensor, wp: torch.Tensor, y: torch.Tensor, r: int, stride: int, ks: int, bh: int, bw: int):
-    """The input's overlapping 5-D view (n, oh, kernel row, ow, k), the weight as
-    ``(R * CO, KS)`` rows, the NHWC output."""
+def descriptors(
+    xp: torch.Tensor, wp: torch.Tensor, y: torch.Tensor, r: int, stride: int, ks: int, bh: int, bw: int, rank: int = 5
+):
+    """The input's overlapping view, (n, oh, kernel row, ow, k) or (``rank`` 4, one-row
+    tiles) (n, padded row, ow, k), the weight as ``(R * CO, KS)`` rows, the NHWC output."""
     n, hp, wpad, _ = xp.shape
     _, oh, ow, co = y.shape
-    ad = TensorDescriptor(xp, [n, oh, r, ow, ks], [hp * wpad * C, stride * wpad * C, wpad * C, stride * C, 1], [1, bh, 1, bw, ks])
+    if rank == 4:
+        assert bh == 1, "the rank-4 view serves one-row tiles"
+        ad = TensorDescriptor(xp, [n, hp, ow, ks], [hp * wpad * C, wpad * C, stride * C, 1], [1, 1, bw, ks])
+    else:
+        strides = [hp * wpad * C, stride * wpad * C, wpad * C, stride * C, 1]
+        ad = TensorDescriptor(xp, [n, oh, r, ow, ks], strides, [1, bh, 1, bw, ks])
     wd = TensorDescriptor.from_tensor(wp, [co, ks])
     yd = TensorDescriptor.from_tensor(y, [1, bh, bw, co])
     return ad, wd, yd
@@ -148,17 +169,18 @@ def stem_weight(w: torch.Tensor) -> torch.Tensor:
 
 def stem_tma(xp, wk, ks, b, shape, cfg, sms: int = 132):
     n, _, size, co, k, stride, pad = shape
-    bh, bw, warps, stages, per_sm = cfg
+    bh, bw, warps, stages, per_sm, rank = cfg
     oh = out_size(size, k, stride, pad)
     y = torch.empty(n, oh, oh, co, dtype=xp.dtype, device=xp.device)
-    ad, wd, yd = descriptors(xp, wk, y, k, stride, ks, bh, bw)
+    ad, wd, yd = descriptors(xp, wk, y, k, stride, ks, bh, bw, rank)
+    view = stride if rank == 4 else 0
     tiles = n * triton.cdiv(oh, bh) * triton.cdiv(oh, bw)
     launch = {"num_warps": warps, "num_stages": stages}
     if per_sm:
         programs = min(tiles, sms * per_sm)
-        stem_persistent[(programs,)](ad, wd, b, yd, n, oh, oh, k, ks, co, bh, bw, programs, **launch)
+        stem_persistent[(programs,)](ad, wd, b, yd, n, oh, oh, k, ks, co, bh, bw, programs, view, **launch)
     else:
-        stem_tiles[(tiles,)](ad, wd, b, yd, oh, oh, k, ks, co, bh, bw, **launch)
+        stem_tiles[(tiles,)](ad, wd, b, yd, oh, oh, k, ks, co, bh, bw, view, **launch)
     return y
 
 
@@ -200,7 +222,7 @@ def probe(name: str, device: str = "cuda", configs: list | None = None) -> dict:
         "tma": {},
     }
     for cfg in configs or CONFIGS:
-        tag = "{}x{}_w{}s{}".format(*cfg[:4]) + (f"_pers{cfg[4]}" if cfg[4] else "")
+        tag = "{}x{}_w{}s{}".format(*cfg[:4]) + (f"_pers{cfg[4]}" if cfg[4] else "") + f"_v{cfg[5]}"
         row["tma"][tag] = _checked_us(lambda cfg=cfg: stem_tma(xp, wk, ks, bh, shape, cfg, sms), want, timed)
         print(name, tag, row["tma"][tag], flush=True)
     if timed:

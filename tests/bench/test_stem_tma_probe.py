@@ -16,7 +16,7 @@ from tests.bench.sm90_build import built_for_sm90
 
 @pytest.mark.parametrize("name", ["tiny", "tiny-3x3"])
 def test_every_config_matches_the_reference(name: str) -> None:
-    configs = [(1, 128, 4, 3, 0), (8, 16, 4, 3, 0), (2, 64, 4, 4, 2)]  # persistent: 8 programs, more tiles
+    configs = [(1, 128, 4, 3, 0, 5), (8, 16, 4, 3, 0, 5), (2, 64, 4, 4, 2, 5), (1, 64, 4, 3, 2, 4)]  # persistent: 8 programs
     row = probe(name, device="cpu", configs=configs)
     assert len(row["tma"]) == len(configs)
     for tag, entry in row["tma"].items():
@@ -24,19 +24,26 @@ def test_every_config_matches_the_reference(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kernel", "bh", "bw"),
-    [("stem_tiles", 1, 128), ("stem_tiles", 8, 16), ("stem_persistent", 1, 128), ("stem_persistent", 2, 64)],
+    ("kernel", "bh", "bw", "view"),
+    [
+        ("stem_tiles", 1, 128, 0),
+        ("stem_tiles", 8, 16, 0),
+        ("stem_persistent", 1, 128, 0),
+        ("stem_persistent", 2, 64, 0),
+        ("stem_tiles", 1, 128, 2),
+    ],
 )
-def test_the_kernel_rows_go_to_wgmma_from_tma_for_sm90(kernel: str, bh: int, bw: int) -> None:
+def test_the_kernel_rows_go_to_wgmma_from_tma_for_sm90(kernel: str, bh: int, bw: int, view: int) -> None:
+    """``view``: the rank-4 view's stride (one-row tiles), 0 for the rank-5 view."""
     values = {
-        "ad": f"tensordesc<fp16[1, {bh}, 1, {bw}, 32]>",
+        "ad": f"tensordesc<fp16[1, 1, {bw}, 32]>" if view else f"tensordesc<fp16[1, {bh}, 1, {bw}, 32]>",
         "wd": "tensordesc<fp16[64, 32]>",
         "b_ptr": "*fp16",
         "yd": f"tensordesc<fp16[1, {bh}, {bw}, 64]>",
         "N": "i32",
         "OH": "i32",
         "OW": "i32",
-        **dict(R=7, KS=32, CO=64, BH=bh, BW=bw, PROGRAMS=264),
+        **dict(R=7, KS=32, CO=64, BH=bh, BW=bw, PROGRAMS=264, ROWS_VIEW=view),
     }
     if kernel == "stem_tiles":
         del values["N"], values["PROGRAMS"]
