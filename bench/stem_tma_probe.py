@@ -101,7 +101,7 @@ def _stem_tile(
         acc = tl.dot(a, wd.load([r * CO, 0]).T, acc)
     co = tl.arange(0, CO)
     y = tl.maximum(acc + tl.load(b_ptr + co).to(tl.float32)[None, :], 0.0)
-    yd.store([n, oh0, ow0, 0], y.to(yd.dtype).reshape(1, BH, BW, CO))
+    yd.store([n, oh0, ow0, 0], y.to(b_ptr.dtype.element_ty).reshape(1, BH, BW, CO))
 
 
 @triton.jit
