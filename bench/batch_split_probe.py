@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,23 +51,11 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 
 
 def ms_per_call(call: Callable[[], None]) -> float:
-    """Median over ``ROUNDS`` of the mean GPU time of ``CALLS`` back-to-back calls."""
-    from dnnc.timing import _head_start
+    """Median over ``ROUNDS`` of the mean GPU time of ``CALLS`` back-to-back calls, the GPU
+    given a head start."""
+    from bench.gpu_timing import median_ms
 
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(ROUNDS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        _head_start()
-        start.record()
-        for _ in range(CALLS):
-            call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / CALLS)
-    return statistics.median(times)
+    return median_ms(call, inner=CALLS, repeats=ROUNDS, warmup=3, head_start=True)
 
 
 def on_streams(replays: list[Callable[[], None]], streams: list[torch.cuda.Stream]) -> Callable[[], None]:

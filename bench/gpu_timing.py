@@ -18,14 +18,20 @@ from typing import Any
 import torch
 
 
-def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup: int = 5) -> float:
-    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls."""
+def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup: int = 5, head_start: bool = False) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls.
+    ``head_start``: a spin queued before each first event (``dnnc.timing``), so the calls
+    start on a GPU already busy rather than one waiting for the host's launches."""
+    if head_start:
+        from dnnc.timing import _head_start
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if head_start:
+            _head_start()
         start.record()
         for _ in range(inner):
             fn()
