@@ -258,7 +258,6 @@ def main() -> None:
         from bench.gpu_timing import environment
 
         env = environment()
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     else:
         env = {"device": "cpu"}
     out: dict = {"environment": env, "rows": []}
