@@ -130,11 +130,22 @@ def tiles(m: int, n: int, pool: bool = False) -> list[Config]:
     return _unique(configs)
 
 
-def rows(n_rows: int, r: int) -> list[Config]:
+ACROSS_ROWS_TILES = ((8192, 2), (16384, 2), (2048, 2))
+"""(elements of the tile, warps) offered first to a row kernel whose input is contiguous
+along its rows, not its columns (``rows``: a mean over H and W of an NHWC tensor). Two
+warps with 64-256 elements each came first on ResNet-50's global mean (2048 channels of
+7 x 7) at batches 1, 32 and 128: 2.0 / 3.4 / 7.4 us against 2.0 / 5.0 / 14.0 for the
+best of four warps and more (H200, ``bench/edge_steps_probe.py``): each thread has many
+strided loads in flight, where more threads each had a few."""
+
+
+def rows(n_rows: int, r: int, across_rows: bool = False) -> list[Config]:
+    """``across_rows``: the input is contiguous along the rows (``ACROSS_ROWS_TILES``)."""
     configs = []
     if pow2(r) <= MAX_ROW_TILE:
         block_r = max(16, pow2(r))
-        for target, warps in ((4096, 4), (8192, 8), (2048, 4), (16384, 16)):
+        tiles = ((4096, 4), (8192, 8), (2048, 4), (16384, 16))
+        for target, warps in (*ACROSS_ROWS_TILES, *tiles) if across_rows else tiles:
             block_m = max(1, min(pow2(n_rows), target // block_r))
             warps = min(warps, max(1, block_m * block_r // 256))
             configs.append({"BLOCK_M": block_m, "BLOCK_R": block_r, "num_warps": warps})
@@ -314,7 +325,7 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         shape = shape_of(op.operands[0])
         axes = row_axes(op)
         r = math.prod(shape[a] for a in axes)
-        return rows(math.prod(shape) // max(1, r), r)
+        return rows(math.prod(shape) // max(1, r), r, load_axis(op.operands[0], info.inside) not in (None, *axes))
     if isinstance(op, tcp.AttentionOp):
         _, _, sq, d = shape_of(op.query)
         itemsize = torch_dtype(element_of(op.query)).itemsize

@@ -429,6 +429,23 @@ CASES = [
 }""",
     ),
     Case(
+        "conv_channels_last_then_global_mean",
+        ("conv2d", "reduce"),
+        # ResNet's last expansion and its global mean: the convolution stores NHWC (its
+        # pinned transpose), and the transpose back to NCHW that only the mean reads is
+        # the mean's prologue (``fusion.reader_prologue``): rows of contiguous channels.
+        """func.func @forward(%x: tensor<2x5x7x9xT>, %w: tensor<11x5x1x1xT>, %bias: tensor<1x1x1x11xT>) -> tensor<2x11x1x1xT> {
+  %c = tcp.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x5x7x9xT>, tensor<11x5x1x1xT>) -> tensor<2x11x7x9xT>
+  %n = tcp.transpose %c {dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x11x7x9xT> -> tensor<2x7x9x11xT>
+  %bb = tcp.broadcast %bias : tensor<1x1x1x11xT> to tensor<2x7x9x11xT>
+  %a = tcp.add %n, %bb : tensor<2x7x9x11xT>
+  %r = tcp.clamp %a {min = 0.0 : f64} : tensor<2x7x9x11xT>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x9x11xT> -> tensor<2x11x7x9xT>
+  %m = tcp.reduce_mean %t {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x11x7x9xT> -> tensor<2x11x1x1xT>
+  func.return %m : tensor<2x11x1x1xT>
+}""",
+    ),
+    Case(
         "reduce_channels_last_mean_with_its_input",
         ("reduce",),
         # MobileNetV3's squeeze-excite pool: a channels-last convolution's output, read

@@ -40,3 +40,12 @@ def test_the_floor_is_bytes_at_the_copy_rate_or_flops_at_the_tensor_rate() -> No
     gemm = Work(flops=7.45e9, bytes=1e3, tensor_core=True, fp32=False)  # 7.45 GFLOP at 745 TFLOP/s: 10 us
     assert floor_us(gemm, H100) == pytest.approx(10.0)
     assert floor_us(Work(7.45e9, 1e3, tensor_core=True, fp32=True), H100) == pytest.approx(20.0), "fp32 runs as TF32"
+
+
+def test_a_row_kernel_reading_across_its_rows_tries_two_warps_first() -> None:
+    """ResNet-50's global mean of an NHWC map (2048 channels of 7 x 7 at batch 32): its
+    rows are contiguous in memory, its columns 2048 apart."""
+    across = rows(32 * 2048, 49, across_rows=True)
+    assert across[0] == {"BLOCK_M": 128, "BLOCK_R": 64, "num_warps": 2}
+    assert rows(32 * 2048, 49) == [c for c in across if c["num_warps"] != 2], "the others stay as they were"
+    assert all(c["num_warps"] != 2 for c in rows(32 * 2048, 49))

@@ -311,3 +311,24 @@ func.func @pixelwise_reader(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x5x5xf16> {
   %c2 = tcp.conv2d %t, %w2 {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
   func.return %c2 : tensor<2x6x5x5xf16>
 }
+
+// A global mean of a 1x1 convolution's channels-last result takes the transpose back into
+// its own kernel, whichever part the partitioner gave it: the convolution's kernel stores
+// NHWC and the mean reads rows of contiguous channels.
+// CHECK-LABEL: func.func @mean_reader
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x5x5x6xf16>
+// CHECK-NOT:       tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group(%[[P]]) {backend = "triton", kind = "reduce"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.reduce_mean
+func.func @mean_reader(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x1x1xf16> {
+  %w1 = tcp.param @w1 : tensor<6x6x1x1xf16>
+  %c1 = tcp.conv2d %x, %w1 {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x5x5xf16>
+  %n = tcp.transpose %c1 {dnnc.part = 1 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x5x5xf16> -> tensor<2x5x5x6xf16>
+  %r = tcp.clamp %n {dnnc.part = 1 : i64, min = 0.0 : f64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %r {dnnc.part = 1 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %m = tcp.reduce_mean %t {dnnc.part = 2 : i64, axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
+  func.return %m : tensor<2x6x1x1xf16>
+}
