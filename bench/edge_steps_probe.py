@@ -55,7 +55,7 @@ CLASSIFIER = """func.func @forward(%x: tensor<{n}x2048x1x1xf16>) -> tensor<{n}x1
 STEPS = {"pool": POOL, "mean": MEAN, "classifier": CLASSIFIER}
 
 
-def extra(step: str, info: GroupInfo, n: int) -> list[Config]:
+def extra(step: str, info: GroupInfo) -> list[Config]:
     """Configs beyond the candidates: other row and pool blocks and warps, and for the
     classifier narrow tiles with K cut into 4-16 slices and unsplit long-K tiles."""
     if step == "mean":
@@ -100,7 +100,7 @@ def probe(step: str, n: int, device: torch.device, gbs: float) -> dict:
     info = GroupInfo.of(group)
     offered = candidates(info, capability_of(device))
     rows = []
-    for config in _unique(offered + extra(step, info, n)):
+    for config in _unique(offered + extra(step, info)):
         row = {
             "config": config,
             "candidate": config in offered,

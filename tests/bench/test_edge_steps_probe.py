@@ -25,7 +25,7 @@ def test_each_step_is_one_group_its_configs_compute(step: str) -> None:
     info = GroupInfo.of(group)
     assert info.kind == KINDS[step]
     # the pool's largest block only: the interpreter runs a program at a time
-    configs = [extra(step, info, 1)[-1]] if step == "pool" else [candidates(info)[0], extra(step, info, 1)[-1]]
+    configs = [extra(step, info)[-1]] if step == "pool" else [candidates(info)[0], extra(step, info)[-1]]
     for config in configs:
         out = torch.empty(shape_of(group.outputs[0]), dtype=torch_dtype(element_of(group.outputs[0])))
         TritonKernel(generate(group, config, info=info), torch.device("cpu"), None, config).launch(ins, [out])
