@@ -256,6 +256,11 @@ class _Fuser:
         return False
 
 
+def _back_to_nchw(op: Operation) -> bool:
+    """A transpose back to NCHW that no pass pinned to its kernel: one a reader may take in."""
+    return isinstance(op, tcp.TransposeOp) and PINNED_ATTR not in op.attributes and tuple(ints(op.permutation)) == TO_NCHW
+
+
 def conv_prologue(op: Operation) -> bool:
     """A transpose of a runtime NHWC tensor back to NCHW that ungrouped convolutions, and
     nothing else, read as their input: their prologue (``ops.reads_channels_last``), never
@@ -267,7 +272,7 @@ def conv_prologue(op: Operation) -> bool:
     this way (``triton-channels-last-boundary``): where a Triton 3x3 convolution fed a
     block's expansion and downsample (ResNet-50 at batch 1), the transpose in the 3x3's
     kernel made that summed kernel run 16-30 us in the program against 6.5-9.5 timed."""
-    if not isinstance(op, tcp.TransposeOp) or PINNED_ATTR in op.attributes or tuple(ints(op.permutation)) != TO_NCHW:
+    if not _back_to_nchw(op):
         return False
     uses = list(op.result.uses)
     return bool(uses) and all(is_ungrouped_conv(u.operation) and u.index == 0 for u in uses)
@@ -283,7 +288,7 @@ def reduction_prologue(op: Operation) -> bool:
     and the global mean after it ran 15.1 + 8.9 us at batch 32 and 43.3 + 25.1 at batch
     128 so joined, and 12.5 + 5.8 and 34.2 + 11.7 apart (``bench/compile_profile.py
     --own-kernels``, steps in place)."""
-    if not isinstance(op, tcp.TransposeOp) or PINNED_ATTR in op.attributes or tuple(ints(op.permutation)) != TO_NCHW:
+    if not _back_to_nchw(op):
         return False
     uses = list(op.result.uses)
     return len(uses) == 1 and isinstance(uses[0].operation, tcp.ReduceOp)
