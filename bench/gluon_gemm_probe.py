@@ -35,6 +35,7 @@ import re
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -46,6 +47,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 # Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store only.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+# and Triton 3.6's thread_barrier is barrier later, its cp.async copy async_load.
+_copy_rows = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+_thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 SHAPES = {
     "s1": (128 * 56 * 56, 256, 64),
@@ -338,6 +342,305 @@ def expansion_pingpong(
     gl.warp_specialize([(_pp_consumer0, args), (_pp_consumer1, args), (_pp_loader, args)], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
+SUMMED_SHAPES = {
+    "ds1": (128, 56, 64, 256, 1),
+    "ds2": (128, 56, 256, 512, 2),
+    "ds3": (128, 28, 512, 1024, 2),
+    "ds4": (128, 14, 1024, 2048, 2),
+    "ds1b32": (32, 56, 64, 256, 1),
+    "ds2b32": (32, 56, 256, 512, 2),
+    "ds3b32": (32, 28, 512, 1024, 2),
+    "ds4b32": (32, 14, 1024, 2048, 2),
+}
+"""(batch, block input size, its channels, output channels, stride): ResNet-50's first block
+of each stage, whose 1x1 expansion of the block's middle (``out / 4`` channels) and 1x1
+downsample of its input (strided) are summed: ``bench/split_k_probe.summed``'s group."""
+
+
+@gluon.jit
+def _sum_loader(
+    descs,
+    bufs,
+    bars,
+    x,
+    bias,
+    M,
+    geometry,
+    GROUP: gl.constexpr,
+    HO: gl.constexpr,
+    WO: gl.constexpr,
+    H: gl.constexpr,
+    W: gl.constexpr,
+    C2: gl.constexpr,
+    STRIDE: gl.constexpr,
+):
+    """Four warps: the expansion's K steps by TMA, then the downsample's: its input rows
+    (one pixel of every STRIDE-th row and column) by ``cp.async``, its weight by TMA."""
+    a_desc, w_desc, v_desc, _ = descs
+    a_bufs, w_bufs, _ = bufs
+    ready, empty, _ = bars
+    pid, programs, tm, tn, tiles, ks1 = geometry
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    rows_layout: gl.constexpr = gl.BlockedLayout([1, 8], [32 // (BK // 8), BK // 8], [4, 1], [1, 0])
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, rows_layout))
+    cols = gl.arange(0, BK, layout=gl.SliceLayout(0, rows_layout))
+    ks = ks1 + (C2 + BK - 1) // BK
+    for j in range(tiles):
+        row, col = _tile_origin(pid + j * programs, tm, tn, GROUP, BM, BN)
+        m = row + rows
+        image = m // (HO * WO)
+        pixel = m % (HO * WO)
+        base = ((image * H + (pixel // WO) * STRIDE) * W + (pixel % WO) * STRIDE) * C2
+        inside = (m < M)[:, None]
+        for k in range(ks):
+            s = j * ks + k
+            slot = s % STAGES
+            mbarrier.wait(empty.index(slot), ((s // STAGES) & 1) ^ 1)
+            if k < ks1:
+                mbarrier.expect(ready.index(slot), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
+                _tma_load(a_desc, [row, k * BK], ready.index(slot), a_bufs.index(slot))
+                _tma_load(w_desc, [col, k * BK], ready.index(slot), w_bufs.index(slot))
+            else:
+                kk = (k - ks1) * BK
+                _copy_rows(a_bufs.index(slot), x + base[:, None] + (kk + cols)[None, :], inside)
+                # each thread's copies count on the barrier before the one arrival below
+                async_copy.mbarrier_arrive(ready.index(slot))
+                _thread_barrier()
+                mbarrier.expect(ready.index(slot), v_desc.block_type.nbytes)
+                _tma_load(v_desc, [col, kk], ready.index(slot), w_bufs.index(slot))
+
+
+@gluon.jit
+def _sum_consume(
+    descs,
+    bufs,
+    bars,
+    x,
+    bias,
+    M,
+    geometry,
+    GROUP: gl.constexpr,
+    HO: gl.constexpr,
+    WO: gl.constexpr,
+    H: gl.constexpr,
+    W: gl.constexpr,
+    C2: gl.constexpr,
+    STRIDE: gl.constexpr,
+    ME: gl.constexpr,
+):
+    o_desc = descs[3]
+    a_bufs, w_bufs, c_bufs = bufs
+    ready, empty, turn = bars
+    pid, programs, tm, tn, tiles, ks1 = geometry
+    N = o_desc.shape[1]
+    BM: gl.constexpr = o_desc.block_type.shape[0]
+    BN: gl.constexpr = o_desc.block_type.shape[1]
+    BK: gl.constexpr = a_bufs.type.shape[2]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    layout: gl.constexpr = accumulator_layout(BM, BN, 4)
+    columns = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    buf = c_bufs.index(ME)
+    ks = ks1 + (C2 + BK - 1) // BK
+    for j in range(ME, tiles, 2):
+        row, col = _tile_origin(pid + j * programs, tm, tn, GROUP, BM, BN)
+        acc = gl.zeros((BM, BN), gl.float32, layout)
+        mbarrier.wait(turn.index(ME), ((j // 2) & 1) ^ (1 - ME))
+        for k in range(ks):
+            s = j * ks + k
+            slot = s % STAGES
+            mbarrier.wait(ready.index(slot), (s // STAGES) & 1)
+            fence_async_shared()  # rows copied by cp.async, read by wgmma
+            acc = warpgroup_mma(a_bufs.index(slot), w_bufs.index(slot).permute((1, 0)), acc, use_acc=k > 0, is_async=True)
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), pred=k > 0)
+        mbarrier.arrive(turn.index(1 - ME))
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index((j * ks + ks - 1) % STAGES))
+        n = col + columns
+        b = gl.load(bias + n, mask=n < N, other=0.0)
+        y = gl.maximum(acc + b.to(gl.float32)[None, :], 0.0)
+        tma.store_wait(0)
+        buf.store(y.to(o_desc.dtype))
+        fence_async_shared()
+        _tma_store(o_desc, [row, col], buf)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _sum_consumer0(
+    descs,
+    bufs,
+    bars,
+    x,
+    bias,
+    M,
+    geometry,
+    GROUP: gl.constexpr,
+    HO: gl.constexpr,
+    WO: gl.constexpr,
+    H: gl.constexpr,
+    W: gl.constexpr,
+    C2: gl.constexpr,
+    STRIDE: gl.constexpr,
+):
+    _sum_consume(descs, bufs, bars, x, bias, M, geometry, GROUP, HO, WO, H, W, C2, STRIDE, 0)
+
+
+@gluon.jit
+def _sum_consumer1(
+    descs,
+    bufs,
+    bars,
+    x,
+    bias,
+    M,
+    geometry,
+    GROUP: gl.constexpr,
+    HO: gl.constexpr,
+    WO: gl.constexpr,
+    H: gl.constexpr,
+    W: gl.constexpr,
+    C2: gl.constexpr,
+    STRIDE: gl.constexpr,
+):
+    _sum_consume(descs, bufs, bars, x, bias, M, geometry, GROUP, HO, WO, H, W, C2, STRIDE, 1)
+
+
+@gluon.jit
+def summed_pingpong(
+    a_desc,
+    w_desc,
+    v_desc,
+    o_desc,
+    x,
+    bias,
+    HO: gl.constexpr,
+    WO: gl.constexpr,
+    H: gl.constexpr,
+    W: gl.constexpr,
+    C2: gl.constexpr,
+    STRIDE: gl.constexpr,
+    GROUP: gl.constexpr,
+    STAGES: gl.constexpr,
+    num_warps: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr = 224,
+    LOADER_REGS: gl.constexpr = 56,
+):
+    """out = relu(A @ W^T + X_s @ V^T + bias): a block's expansion (A: M x K1 middle rows)
+    and downsample (X: the block input, NHWC, read at every STRIDE-th pixel; V: N x K2)
+    in one accumulator, the ping-pong form of ``expansion_pingpong`` with a four-warp loader."""
+    BM: gl.constexpr = o_desc.block_type.shape[0]
+    BN: gl.constexpr = o_desc.block_type.shape[1]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    dtype: gl.constexpr = a_desc.dtype
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BM, BK], a_desc.layout)
+    w_bufs = gl.allocate_shared_memory(dtype, [STAGES, BN, BK], w_desc.layout)
+    c_bufs = gl.allocate_shared_memory(dtype, [2, BM, BN], o_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
+    M = o_desc.shape[0]
+    N = o_desc.shape[1]
+    tm = gl.cdiv(M, BM)
+    tn = gl.cdiv(N, BN)
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    geometry = (pid, programs, tm, tn, gl.cdiv(tm * tn - pid, programs), gl.cdiv(a_desc.shape[1], BK))
+    args = (
+        (a_desc, w_desc, v_desc, o_desc),
+        (a_bufs, w_bufs, c_bufs),
+        (ready, empty, turn),
+        x,
+        bias,
+        M,
+        geometry,
+        GROUP,
+        HO,
+        WO,
+        H,
+        W,
+        C2,
+        STRIDE,
+    )
+    gl.warp_specialize(
+        [(_sum_consumer0, args), (_sum_consumer1, args), (_sum_loader, args)], [4, 4], [CONSUMER_REGS, LOADER_REGS]
+    )
+
+
+def probe_summed(n: int, h: int, c2: int, o: int, stride: int, sms: int) -> dict:
+    """dnnc's own kernel of the summed group (every candidate config, as the program would
+    time them) against ``summed_pingpong``, each checked against float32 first."""
+    import torch
+
+    from bench.split_k_probe import prepared, summed, timed
+    from dnnc.backends.triton.configs import candidates
+    from dnnc.backends.triton.kernels import generate
+    from dnnc.backends.triton.launch import capability_of
+    from dnnc.backends.triton.skeleton import GroupInfo
+    from dnnc.timing import device_time_ms
+
+    device = torch.device("cuda")
+    ho = h // stride
+    c1, m = o // 4, n * ho * ho
+    row: dict = {"M": m, "N": o, "K1": c1, "K2": c2, "gflop": 2 * m * o * (c1 + c2) / 1e9}
+    row["mb"] = (m * c1 + m * c2 + o * (c1 + c2) + m * o) * 2 / 1e6
+    group, ins, want = prepared("summed", summed(h, c2, o, n, stride), device)
+    info = GroupInfo.of(group)
+    dnnc_rows = {}
+    for config in candidates(info, capability_of(device)):
+        tag = "_".join(f"{k}{v}" for k, v in config.items())
+        result = timed(group, generate(group, config, info=info), config, ins, want, device)
+        dnnc_rows[tag] = round(result["ms"] * 1e3, 2) if "ms" in result and result["rel_error"] < 0.02 else str(result)[:200]
+    row["dnnc"] = dnnc_rows
+
+    torch.manual_seed(0)
+    mid = torch.randn(m, c1, device=device, dtype=torch.float16)
+    x = torch.randn(n, h, h, c2, device=device, dtype=torch.float16)
+    w1 = torch.randn(o, c1, device=device, dtype=torch.float16) / c1**0.5
+    w2 = torch.randn(o, c2, device=device, dtype=torch.float16) / c2**0.5
+    b = torch.randn(o, device=device, dtype=torch.float16)
+    out = torch.empty(m, o, device=device, dtype=torch.float16)
+    xs = x[:, ::stride, ::stride, :].reshape(m, c2)
+    ref = torch.relu(mid.float() @ w1.float().T + xs.float() @ w2.float().T + b.float())
+    gluon_rows: dict[str, float | str] = {}
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    def make(t, block):
+        return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.float16))
+
+    for bm, bn, bk, _warps, stages in PINGPONG_CONFIGS:
+        bn = min(bn, o)
+        programs = min(triton.cdiv(m, bm) * triton.cdiv(o, bn), sms)
+        descs = (make(mid, [bm, bk]), make(w1, [bn, bk]), make(w2, [bn, bk]), make(out, [bm, bn]))
+
+        def fn(descs=descs, programs=programs, stages=stages):
+            summed_pingpong[(programs,)](*descs, x, b, ho, ho, h, h, c2, stride, 8, stages, num_warps=4, maxnreg=PINGPONG_MAXNREG)
+
+        tag = f"pingpong_{bm}x{bn}x{bk}_s{stages}"
+        try:
+            out.zero_()
+            fn()
+            torch.cuda.synchronize()
+            err = (out.float() - ref).abs().max().item()
+            ok = err <= 0.05 * ref.abs().max().item()
+            gluon_rows[tag] = round(device_time_ms(fn) * 1e3, 2) if ok else f"wrong by {err}"
+        except Exception as e:
+            gluon_rows[tag] = f"error: {str(e)[-300:]}"
+    row["gluon"] = gluon_rows
+    for key in ("dnnc", "gluon"):
+        timed_rows = [(v, tag) for tag, v in row[key].items() if isinstance(v, float)]
+        row[f"best_{key}"] = min(timed_rows) if timed_rows else None
+    return row
+
+
 def _descriptors(a, w, r, o, bm, bn, bk):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -365,16 +668,25 @@ def compile_only(first_only: bool = False) -> dict[str, dict]:
     jobs = [("persistent", expansion_persistent, c, {"RESIDUAL": True}, {}) for c in persistent]
     jobs.append(("persistent-noresidual", expansion_persistent, CONFIGS[0], {"RESIDUAL": False}, {}))
     jobs += [("pingpong", expansion_pingpong, c, regs, {"maxnreg": PINGPONG_MAXNREG}) for c in pingpong]
+    block = {"HO": 14, "WO": 14, "H": 28, "W": 28, "C2": 512, "STRIDE": 2, "CONSUMER_REGS": 224, "LOADER_REGS": 56}
+    jobs.append(("summed-pingpong", summed_pingpong, PINGPONG_CONFIGS[0], block, {"maxnreg": PINGPONG_MAXNREG}))
     out = {}
     for kind, kernel, (bm, bn, bk, warps, stages), extra, options in jobs:
-        signature = {"a_desc": desc([bm, bk]), "w_desc": desc([bn, bk]), "r_desc": desc([bm, bn]), "o_desc": desc([bm, bn])}
-        signature |= {"bias": "*fp16", "N": "i32", "GROUP": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
+        if kernel is summed_pingpong:
+            signature = {"a_desc": desc([bm, bk]), "w_desc": desc([bn, bk]), "v_desc": desc([bn, bk]), "o_desc": desc([bm, bn])}
+            signature |= {"x": "*fp16", "bias": "*fp16"} | {d: "constexpr" for d in ("HO", "WO", "H", "W", "C2", "STRIDE")}
+        else:
+            signature = {"a_desc": desc([bm, bk]), "w_desc": desc([bn, bk]), "r_desc": desc([bm, bn]), "o_desc": desc([bm, bn])}
+            signature |= {"bias": "*fp16", "N": "i32"}
+        signature |= {"GROUP": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
         values = {"GROUP": 8, "STAGES": stages, "num_warps": warps} | extra
         signature |= {k: "constexpr" for k in extra}
         constexprs = {(list(signature).index(k),): v for k, v in values.items()}
         name = f"{kind}_{bm}x{bn}x{bk}_w{warps}s{stages}"
         try:
-            src = GluonASTSource(kernel, signature, constexprs)
+            # pointers 16-byte aligned, as a launch on torch tensors specializes them
+            aligned = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(signature.values()) if t.startswith("*")}
+            src = GluonASTSource(kernel, signature, constexprs, aligned)
             compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, **options})
         except Exception as e:
             out[name] = {"built": False, "error": str(e)[-600:]}
@@ -483,6 +795,7 @@ def main() -> None:
     ap.add_argument("--kernels", default="triton,gluon,pingpong")
     ap.add_argument("--regs", default="224,40", help="the warp-specialized kernel's consumer and loader registers")
     ap.add_argument("--out", default="gluon-gemm.json")
+    ap.add_argument("--summed", default="", help="SUMMED_SHAPES to probe (dnnc's kernel against summed_pingpong)")
     ap.add_argument("--compile-only", action="store_true", help="compile every config for sm_90, no GPU needed")
     args = ap.parse_args()
     if args.compile_only:
@@ -493,7 +806,12 @@ def main() -> None:
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out: dict = {"device": torch.cuda.get_device_name(), "versions": {"torch": torch.__version__, "triton": triton.__version__}}
-    for name in args.shapes.split(","):  # written after each shape: a call's time limit keeps what ran
+    for name in [s for s in args.summed.split(",") if s]:
+        out[name] = row = probe_summed(*SUMMED_SHAPES[name], sms)
+        print(name, {k: v for k, v in row.items() if k not in ("dnnc", "gluon")}, flush=True)
+        with open(os.path.join(os.environ.get("OUT", "/tmp"), args.out), "w") as f:
+            json.dump(out, f, indent=1)
+    for name in [s for s in args.shapes.split(",") if s]:  # written after each shape: a call's time limit keeps what ran
         regs = tuple(int(x) for x in args.regs.split(","))
         out[name] = row = probe(*SHAPES[name], sms, tuple(args.kernels.split(",")), regs)
         print(name, {k: v for k, v in row.items() if k != "kernels"}, flush=True)
