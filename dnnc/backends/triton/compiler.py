@@ -158,7 +158,12 @@ def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -
 
 
 def _ast_source(source: KernelSource, aligned: bool) -> ASTSource:
-    return ASTSource(_jit_function(source), dict(source.signature), {}, _attrs(source, aligned))
+    fn = _jit_function(source)
+    if getattr(fn, "is_gluon", lambda: False)():  # a ``pingpong`` kernel
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource(fn, dict(source.signature), {}, _attrs(source, aligned))
+    return ASTSource(fn, dict(source.signature), {}, _attrs(source, aligned))
 
 
 def _store(key: str, kernel: Any) -> None:

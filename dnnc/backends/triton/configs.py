@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from dnnc import knobs
+from dnnc.backends.triton import pingpong
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
@@ -26,10 +27,23 @@ MAX_ROW_TILE = 8192
 
 Config = dict[str, int]
 
-CONFIG_KEYS = ("BLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_R", "TMA", "SPLIT_K", "PDL", "num_warps", "num_stages")
-OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "num_warps", "num_stages")
+CONFIG_KEYS = (
+    "BLOCK",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "BLOCK_R",
+    "TMA",
+    "SPLIT_K",
+    "PDL",
+    "PINGPONG",
+    "num_warps",
+    "num_stages",
+)
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
 options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
+``PINGPONG`` (a Gluon kernel of that many operand stages, ``pingpong``),
 ``SPLIT_K`` (a product's K cut into that many slices, each its own programs) and
 ``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
 PDL_CAPABILITY = 90
@@ -75,8 +89,10 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} slices: at most {MAX_SPLIT_K}"
     if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
         return f"{value} warps: expected 1, 2, 4, 8, 16 or 32"
-    if key == "num_stages" and value > 8:
+    if key in ("num_stages", "PINGPONG") and value > 8:
         return f"{value} stages: at most 8"
+    if key == "PINGPONG" and value < 2:
+        return f"{value} stage: a ping-pong ring needs at least 2 (one read by a product in flight, one loading)"
     return None
 
 
@@ -337,9 +353,23 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
     if info.summed is not None:  # pointer tiles, K whole: blocks that fit the shorter K
         k = min(k, product_sizes(info.summed)[2])
         summed_tiles = [_tile(bm, bn, bk, w, s, (m, n, k)) for bm, bn, bk, w, s in SUMMED_PRODUCT_TILES]
-        return _unique([*summed_tiles, *(c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)])
+        pointer_tiles = (c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)
+        return _unique([*summed_tiles, *pointer_tiles, *pingpong_configs(info, capability)])
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
-    return product(m, n, k, with_tma, batch)
+    return [*product(m, n, k, with_tma, batch), *pingpong_configs(info, capability)]
+
+
+def pingpong_configs(info: GroupInfo, capability: int | None) -> list[Config]:
+    """The ``pingpong`` kernels of a product on Hopper where its group can be one and has
+    ``pingpong.MIN_TILES`` 128 x 128 tiles, after the Triton tiles (the first config
+    prices the group; tuning times them all)."""
+    if capability != pingpong.CAPABILITY or not pingpong.available():
+        return []
+    plan = pingpong.plan_of(info)
+    bm, bn, _, _ = pingpong.TILES[0]
+    if plan is None or math.ceil(plan.m / bm) * math.ceil(plan.n / bn) < pingpong.MIN_TILES:
+        return []
+    return [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "PINGPONG": s} for m, n, k, s in pingpong.TILES]
 
 
 def with_launch(config: Config, capability: int | None, launch_early: bool = True) -> Config:

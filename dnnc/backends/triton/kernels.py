@@ -49,7 +49,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
-from dnnc.backends.triton import tma
+from dnnc.backends.triton import pingpong, tma
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Columns, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
@@ -63,9 +63,11 @@ from dnnc.backends.triton.skeleton import (
     TileDescriptor,
     anchor_axes,
     assemble,
+    described,
     index_type,
     largest_tensor,
     launch_options,
+    one_accumulator,
     pointer_names,
     pow2,
     product_sizes,
@@ -212,8 +214,8 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
     precision = ', input_precision="ieee"' if elem == "f32" or (interpret and elem == "bf16") else ""
     upcast = interpret and elem == "bf16"
     descriptors: list[TileDescriptor] = []
-    one_accumulator = info.summed is not None and _one_accumulator(info)
-    both = one_loop and one_accumulator
+    shared = info.summed is not None and one_accumulator(info)
+    both = one_loop and shared
     k_first = math.ceil(k / bk) * bk
     loop_k = k_first + product_sizes(info.summed)[2] if both and info.summed is not None else k
     with em.block(f"for k0 in range(0, {loop_k}, BLOCK_K):" if split == 1 else f"for k_step in range(0, {k_slice}, BLOCK_K):"):
@@ -232,7 +234,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
             a, b = em.let(f"{a}.to(tl.float32)", "a"), em.let(f"{b}.to(tl.float32)", "b")
         em.line(f"acc += tl.dot({a}, {b}{precision})")
     if info.summed is not None and not both:
-        _summed_loop(em, info.summed, elem, precision, upcast, "acc" if one_accumulator else "acc_summed")
+        _summed_loop(em, info.summed, elem, precision, upcast, "acc" if shared else "acc_summed")
     scratch: tuple[tuple[str, str, int], ...] = ()
     with contextlib.ExitStack() as last_slice:
         if split > 1:
@@ -243,7 +245,7 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
         out_ix = Index(out_shape, dims=tuple(out_dims))
         em.anchors[op.results[0]] = (out_ix, "acc")
         if info.summed is not None:  # in ``acc`` already where it shares it
-            em.anchors[info.summed.results[0]] = (out_ix, "0.0" if one_accumulator else "acc_summed")
+            em.anchors[info.summed.results[0]] = (out_ix, "0.0" if shared else "acc_summed")
         em.tile = "(BLOCK_M, BLOCK_N)"
         em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {n}")
         tile_store = None
@@ -538,34 +540,6 @@ def _summed_loop(em: KernelEmitter, conv: tcp.Conv2dOp, elem: str, precision: st
         em.line(f"{acc} += tl.dot({a}, {b}{precision})")
 
 
-def _one_accumulator(info: GroupInfo) -> bool:
-    """Whether two summed convolutions can share one accumulator: each result reaches the
-    add that joins them through transposes and adds of values neither depends on (a
-    bias), the same transposes both ways, every value on the way read once. The epilogue
-    then reads the anchor's accumulator, which holds both products, and a zero for the
-    other (``acc + b1 + 0.0 + b2``): one float32 tile in registers where two would be."""
-    assert info.anchor is not None and info.summed is not None
-    ends = []
-    for product, other in ((info.anchor, info.summed), (info.summed, info.anchor)):
-        v, moves = product.results[0], []
-        while True:
-            uses = list(v.uses)
-            if len(uses) != 1:
-                return False
-            user = uses[0].operation
-            if isinstance(user, tcp.TransposeOp):
-                moves.append(tuple(ints(user.permutation)))
-            elif not isinstance(user, tcp.AddOp) or user.operands[0] is user.operands[1]:
-                return False
-            else:
-                rest = user.operands[1] if user.operands[0] is v else user.operands[0]
-                if info.depends_on(rest, other):
-                    ends.append((user, moves))
-                    break
-            v = user.results[0]
-    return ends[0][0] is ends[1][0] and ends[0][1] == ends[1][1]
-
-
 def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     """A depthwise convolution, directly: a program owns ``BLOCK_N`` output channels by
     ``BLOCK_M`` output pixels (n, ho, wo) and adds up the window's taps one at a time,
@@ -723,6 +697,97 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), launch_options(config))
 
 
+# Products as Gluon ping-pong kernels (``pingpong``) ----------------------------------------
+
+
+def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    """``info``'s group as a ``pingpong`` kernel: the partitions ``pingpong`` writes around
+    the epilogue the emitter writes for the group, with the residual (if any) read from the
+    buffer the loader fills and the output stored from it through TMA."""
+    op = info.anchor
+    assert op is not None
+    plan = pingpong.plan_of(info)
+    if interpret or plan is None or not pingpong.available():
+        raise CodegenError(
+            f"{op.name}: a ping-pong kernel needs sm_90, Gluon and a 1x1 float16/bfloat16 convolution read through TMA"
+        )
+    tile = (config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"], config["PINGPONG"])
+    pointers, signature, outs = pointer_names(info)
+    em = KernelEmitter(pointers, False)
+    em.line("pid_b = 0")
+    em.line("rm = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, ACC))[:, None]")
+    em.line("rn = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC))[None, :]")
+    out_dims = _conv_rows(op, em)
+    m, n = plan.m, plan.n
+    em.line(f"cmask = (rm < {m}) & (rn < {n})")
+    out_ix = Index(shape_of(op.results[0]), dims=tuple(out_dims))
+    em.anchors[op.results[0]] = (out_ix, "acc")
+    if info.summed is not None:
+        em.anchors[info.summed.results[0]] = (out_ix, "0.0")
+    em.tile = "(BLOCK_M, BLOCK_N)"
+    em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {n}")
+    shape, dims = tma.output_tile(op)
+    tile_ix = Index(shape, dims=dims)
+    args = list(info.group.body.block.args)
+    residual: list[int] = []
+
+    def read(v: SSAValue, ix: Index) -> str | None:
+        if not plan.residual or residual or ix != tile_ix or v not in args or shape_of(v) != shape:
+            return None
+        if tma.tile_matrix(shape, v) is None:
+            return None
+        residual.append(args.index(v))
+        return em.let("residual.to(gl.float32)", "x")
+
+    stored: list[int] = []
+
+    def store(i: int, y: SSAValue, ix: Index) -> bool:
+        if stored or ix != tile_ix:
+            return False
+        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{plan.elem})")
+        stored.append(i)
+        return True
+
+    em.tile_reads = read
+    store_outputs(em, info, outs, out_ix, "cmask", store)
+    if not stored or (plan.residual and not residual):
+        raise CodegenError(f"{op.name}: a ping-pong kernel stores its output and reads its residual as whole tiles")
+    epilogue = pingpong.translate(em.lines)
+    descriptors = _pingpong_descriptors(info, plan, tile, residual[0] if residual else None)
+    for d in descriptors:
+        signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
+    name = f"dnnc_{info.kind}_pingpong"
+    text = pingpong.module_text(described(info), name, plan, tile, epilogue)
+    options = {"num_warps": 4, "maxnreg": pingpong.MAXNREG}
+    source = KernelSource(info.kind, name, text, signature, pingpong.grid(m, n, tile), options, descriptors)
+    plain = {key: v for key, v in config.items() if key not in ("PINGPONG", "PDL")}
+    source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
+    return source
+
+
+def _pingpong_descriptors(
+    info: GroupInfo, plan: pingpong.Plan, tile: tuple[int, int, int, int], residual: int | None
+) -> tuple[TileDescriptor, ...]:
+    op = info.anchor
+    assert op is not None
+    operands = tma.operands(op, info.group)
+    assert operands is not None
+    bm, bn, bk, _ = tile
+    args = list(info.group.body.block.args)
+    lhs, rhs = operands
+    found = [
+        TileDescriptor("a_tile", args.index(lhs.arg), lhs.shape, (bm, bk), gluon=True),
+        TileDescriptor("w_tile", args.index(rhs.arg), rhs.shape, (bn, bk), gluon=True),
+    ]
+    if info.summed is not None and plan.second is not None:
+        weight = info.summed.weight
+        found.append(TileDescriptor("v_tile", args.index(weight), (plan.n, plan.second.c), (bn, bk), gluon=True))
+    if residual is not None:
+        found.append(TileDescriptor("r_tile", residual, (plan.m, plan.n), (bm, bn), gluon=True))
+    found.append(TileDescriptor("o_tile", len(args), (plan.m, plan.n), (bm, bn), gluon=True))
+    return tuple(found)
+
+
 def generate(
     group: tcp.IsolatedGroupOp, config: dict[str, int], interpret: bool = False, info: GroupInfo | None = None
 ) -> KernelSource:
@@ -736,6 +801,8 @@ def generate(
         return rows_kernel(info, config, interpret)
     if info.kind == "attention":
         return _attention(info, config, interpret)
+    if config.get("PINGPONG"):
+        return _pingpong(info, config, interpret)
     return _product(info, config, interpret)
 
 

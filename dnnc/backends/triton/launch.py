@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import StringAttr
 
 from dnnc import knobs, progress
 from dnnc.backends.interface import SITE_ATTR, SPEC_CONFIG_ATTR
-from dnnc.backends.triton import compiler
+from dnnc.backends.triton import compiler, pingpong
 from dnnc.backends.triton.configs import (
     AFTER_LIBRARY,
     LAUNCH_EARLY_ATTR,
@@ -133,7 +133,10 @@ def tile_descriptors(descriptors: Sequence[TileDescriptor], tensors: Sequence[to
         t = tensors[d.tensor]
         if t.data_ptr() % 16 or not t.is_contiguous():
             return None
-        tiles.append(TensorDescriptor(t, list(d.shape), [d.shape[1], 1], list(d.block)))
+        if d.gluon:
+            tiles.append(pingpong.descriptor(t, d.shape, d.block))
+        else:
+            tiles.append(TensorDescriptor(t, list(d.shape), [d.shape[1], 1], list(d.block)))
     return tiles
 
 

@@ -1,0 +1,204 @@
+"""``pingpong``: ResNet's residual 1x1 convolution and a block's summed expansion +
+strided downsample as Gluon kernels, offered after the Triton tiles on Hopper only, built
+for sm_90 on a machine without a GPU, and (on a Hopper GPU) computing what the reference
+computes in both float types."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.split_k_probe import summed
+from dnnc.backends.reference.interpreter import ReferenceExecutor
+from dnnc.backends.triton import pingpong
+from dnnc.backends.triton.configs import candidates, config_problem
+from dnnc.backends.triton.emitter import CodegenError
+from dnnc.backends.triton.kernels import generate
+from dnnc.backends.triton.launch import TritonKernel
+from dnnc.backends.triton.skeleton import GroupInfo
+from dnnc.ir.types import element_of, shape_of, torch_dtype
+from tests.backends.triton.helpers import capability, fused_group, typed_program
+from tests.backends.triton.test_tma import CONV_RESIDUAL
+from tests.numerics import assert_matches
+
+pytestmark = pytest.mark.skipif(not pingpong.available(), reason="this Triton has no Gluon")
+
+SUMMED = """func.func @forward(%y: tensor<2x7x7x16xT>, %x: tensor<2x14x14x32xT>, %w1: tensor<64x16x1x1xT>, %w2: tensor<64x32x1x1xT>, %b1: tensor<1x1x1x64xT>, %b2: tensor<1x1x1x64xT>) -> tensor<2x7x7x64xT> {
+  %yt = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x7x7x16xT> -> tensor<2x16x7x7xT>
+  %c1 = tcp.conv2d %yt, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x16x7x7xT>, tensor<64x16x1x1xT>) -> tensor<2x64x7x7xT>
+  %t1 = tcp.transpose %c1 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x64x7x7xT> -> tensor<2x7x7x64xT>
+  %bb1 = tcp.broadcast %b1 : tensor<1x1x1x64xT> to tensor<2x7x7x64xT>
+  %a1 = tcp.add %t1, %bb1 : tensor<2x7x7x64xT>
+  %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x14x14x32xT> -> tensor<2x32x14x14xT>
+  %c2 = tcp.conv2d %xt, %w2 {stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x32x14x14xT>, tensor<64x32x1x1xT>) -> tensor<2x64x7x7xT>
+  %t2 = tcp.transpose %c2 {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x64x7x7xT> -> tensor<2x7x7x64xT>
+  %bb2 = tcp.broadcast %b2 : tensor<1x1x1x64xT> to tensor<2x7x7x64xT>
+  %a2 = tcp.add %t2, %bb2 : tensor<2x7x7x64xT>
+  %sum = tcp.add %a1, %a2 : tensor<2x7x7x64xT>
+  %r = tcp.clamp %sum {min = 0.0 : f64} : tensor<2x7x7x64xT>
+  func.return %r : tensor<2x7x7x64xT>
+}"""
+"""A block's end where it changes width: a 1x1 expansion of 16 channels and a stride-2
+1x1 downsample of 32, summed into 64 channels on a 7x7 map (98 pixels: one partial tile)."""
+CASES = {"conv_residual": CONV_RESIDUAL, "summed": SUMMED}
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _group(name: str, dtype: str):
+    program = typed_program(CASES[name], dtype, name)
+    return program, fused_group(program)
+
+
+SIZES = {"2x5x7x16": "32x14x14x256", "2x16x5x7": "32x256x14x14", "24x16x1x1": "1024x256x1x1"}
+SIZES |= {"1x24x1x1": "1x1024x1x1", "2x24x5x7": "32x1024x14x14", "2x5x7x24": "32x14x14x1024"}
+RESNET_STAGE3_B32 = CONV_RESIDUAL
+for small, large in SIZES.items():
+    RESNET_STAGE3_B32 = RESNET_STAGE3_B32.replace(small, large)
+"""ResNet-50's stage-3 expansion at batch 32: 6272 pixels x 1024 channels, 392 tiles."""
+CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "PINGPONG": 4}
+
+
+@pytest.mark.parametrize("ir", [RESNET_STAGE3_B32, summed(28, 512, 1024, 32, 2)], ids=["expansion", "summed"])
+def test_pingpong_configs_come_after_the_triton_tiles_on_hopper_only(ir: str) -> None:
+    info = GroupInfo.of(fused_group(typed_program(ir, "f16", "stage3")))
+    hopper = candidates(info, 90)
+    offered = [c for c in hopper if "PINGPONG" in c]
+    assert offered == [CONFIG] and hopper[-1] == CONFIG
+    for elsewhere in (None, 80, 100):
+        assert not any("PINGPONG" in c for c in candidates(info, elsewhere))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_products_of_few_tiles_are_not_offered_one(name: str) -> None:
+    """Under ``pingpong.MIN_TILES`` no epilogue would run beside a product."""
+    info = GroupInfo.of(_group(name, "f16")[1])
+    assert pingpong.plan_of(info) is not None
+    assert not any("PINGPONG" in c for c in candidates(info, 90))
+
+
+def test_a_3x3_convolution_is_not_offered_one() -> None:
+    ir = CONV_RESIDUAL.replace("24x16x1x1xT", "24x16x3x3xT").replace("array<i64: 0, 0, 0, 0>", "array<i64: 1, 1, 1, 1>")
+    program = typed_program(ir, "f16", "window")
+    info = GroupInfo.of(fused_group(program))
+    assert pingpong.plan_of(info) is None
+    assert not any("PINGPONG" in c for c in candidates(info, 90))
+
+
+def test_an_artifact_or_spec_config_names_its_stages() -> None:
+    assert config_problem("PINGPONG", 4) is None
+    assert "at least 2" in config_problem("PINGPONG", 1)
+    assert "at most 8" in config_problem("PINGPONG", 9)
+
+
+def test_translate_takes_tl_calls_to_gluon_and_refuses_what_gluon_lacks() -> None:
+    assert pingpong.translate(["    v = tl.where(x < 0.0, 0.0, tl.maximum(x, y))"]) == [
+        "    v = gl.where(x < 0.0, 0.0, gl.maximum(x, y))"
+    ]
+    with pytest.raises(CodegenError, match="tl.sigmoid"):
+        pingpong.translate(["    v = tl.sigmoid(x)"])
+    with pytest.raises(CodegenError, match="tl.arange"):
+        pingpong.translate(["    r = tl.arange(0, 16)"])
+
+
+BUILD = """
+import json, sys
+from tests.backends.triton.test_pingpong import CONFIG, _group
+from dnnc.backends.triton import compiler
+from dnnc.backends.triton.kernels import generate
+from dnnc.backends.triton.skeleton import GroupInfo
+
+built = {}
+for name in ("conv_residual", "summed"):
+    _, group = _group(name, "f16")
+    info = GroupInfo.of(group)
+    source = generate(group, CONFIG, info=info)
+    ptx = compiler.compile_for(source, compiler.cuda_target(90)).asm["ptx"]
+    built[name] = {"wgmma": "wgmma.mma_async" in ptx, "setmaxnreg": "setmaxnreg" in ptx,
+                   "cp_async": "cp.async.ca" in ptx or "cp.async.cg" in ptx, "grid": list(source.grid),
+                   "descriptors": [d.param for d in source.descriptors], "fallback": source.fallback is not None}
+print(json.dumps(built))
+"""
+
+
+def test_pingpong_kernels_build_for_sm90_without_a_gpu(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = Path(__file__).resolve().parents[3]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    env["DNNC_CACHE_DIR"] = str(tmp_path)
+    run = subprocess.run([sys.executable, "-c", BUILD], capture_output=True, text=True, env=env, cwd=root, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    built = json.loads(run.stdout.strip().splitlines()[-1])
+    residual, both = built["conv_residual"], built["summed"]
+    assert residual["wgmma"] and residual["setmaxnreg"] and not residual["cp_async"]
+    assert residual["descriptors"] == ["a_tile", "w_tile", "r_tile", "o_tile"]
+    # the downsample's strided rows by cp.async; its weight by TMA
+    assert both["wgmma"] and both["setmaxnreg"] and both["cp_async"]
+    assert both["descriptors"] == ["a_tile", "w_tile", "v_tile", "o_tile"]
+    assert residual["grid"] == [1, 1, 1] and residual["fallback"] and both["fallback"]
+
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("name", list(CASES))
+def test_pingpong_kernels_match_reference(name: str, dtype: str, rng: torch.Generator) -> None:
+    if capability(DEVICE) != pingpong.CAPABILITY:
+        pytest.skip("ping-pong kernels run on Hopper (sm_90) only")
+    program, _ = _group(name, dtype)
+    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
+    (expected,) = ReferenceExecutor(program).run(inputs)
+    program, group = _group(name, dtype)
+    info = GroupInfo.of(group)
+    kernel = TritonKernel(generate(group, CONFIG, info=info), DEVICE, 90, CONFIG)
+    args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
+    (y,) = group.outputs
+    out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device=DEVICE)
+    for _ in range(2):  # a second launch on the same buffers: the barriers start over
+        out.fill_(float("nan"))
+        kernel.launch([args[v] for v in group.operands], [out])
+        assert_matches(out.cpu(), expected, DTYPES[dtype], what=f"{name} ({dtype})")
+
+
+@pytest.mark.gpu
+def test_a_pingpong_kernel_runs_in_a_program_and_its_artifact_keeps_it(
+    tmp_path: Path, rng: torch.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if capability(DEVICE) != pingpong.CAPABILITY:
+        pytest.skip("ping-pong kernels run on Hopper (sm_90) only")
+    import zipfile
+
+    import dnnc
+    from dnnc import knobs
+    from dnnc.backends.triton import launch
+    from dnnc.compiled import CompiledModule
+    from dnnc.report import CompileReport
+    from dnnc.runtime.gpu_executor import GpuExecutor
+    from tests.backends.triton.test_tma_gpu import _program
+
+    program = _program(rng)
+    reference = ReferenceExecutor(program)
+    monkeypatch.setattr(launch, "spec_or_candidates", lambda info, capability=None: [CONFIG])
+    with knobs.override(autotune=False):
+        compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
+    chosen = [s.kernel for s in compiled._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
+    assert len(chosen) == 1
+    shapes = [(8, 14, 14, 64), (8, 14, 14, 256)]
+    for _ in range(3):  # the captured program replayed on new inputs
+        inputs = [torch.randn(s, generator=rng).half() for s in shapes]
+        want = reference.run(inputs)[0]
+        assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
+    path = compiled.save(tmp_path / "pingpong.dnnc")
+    records = json.loads(zipfile.ZipFile(path).read(f"kernels/{compiled.target}/triton.json"))
+    assert [r["config"].get("PINGPONG") for r in records] == [4] and "object" in records[0]
+    monkeypatch.undo()
+    loaded = dnnc.load(path)
+    assert [s.kernel for s in loaded._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
+    assert_matches(loaded(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
