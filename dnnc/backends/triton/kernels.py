@@ -28,7 +28,9 @@ epilogues (elementwise ops after it) fuse by construction:
   ``SPLIT_K`` a program owns a slice of K for its tile instead, and the tile's last
   program to finish adds the partials up and runs the epilogue (``_split_k_partial``).
   Two summed convolutions (``ops.summed_products``) run a K loop each over the tile,
-  into one accumulator where only bias adds lie between them and their sum.
+  into one accumulator where only bias adds lie between them and their sum. With
+  ``PINGPONG`` in its config a 1x1 convolution (summed or not) is a Gluon kernel instead:
+  persistent programs whose warpgroups take tiles in turn (``pingpong``, ``_pingpong``).
 * ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
   loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
   max and sum in float32, the accumulator rescaled as the max grows), so the scores

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from dnnc.backends.triton import tma
 from dnnc.backends.triton.emitter import CodegenError
-from dnnc.backends.triton.skeleton import GroupInfo, gathers, one_accumulator, pointer_names, product_sizes
+from dnnc.backends.triton.skeleton import INT32_LIMIT, GroupInfo, gathers, one_accumulator, pointer_names, product_sizes
 from dnnc.ir import tcp
 from dnnc.ir.analysis import TO_NCHW, is_one_by_one_conv
 from dnnc.ir.attrs import ints, scalar
@@ -158,9 +158,9 @@ def plan_of(info: GroupInfo) -> Plan | None:
             or element_name(element_of(conv.input)) != elem
         ):
             return None
-        _, h, w, c = shape_of(source.input)
-        if tma.tile_matrix((shape_of(conv.weight)[0], c), conv.weight) is None or c % 8:
-            return None
+        nb, h, w, c = shape_of(source.input)
+        if tma.tile_matrix((shape_of(conv.weight)[0], c), conv.weight) is None or c % 8 or nb * h * w * c > INT32_LIMIT:
+            return None  # rows of 16-byte copies, addressed in int32
         second = Second(f"in{args.index(source.input)}", h, w, c, ints(conv.stride)[0])
     m, n, k, _ = product_sizes(op)
     _, _, ho, wo = shape_of(op.results[0])
@@ -264,7 +264,8 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         lines += ["            if k < KS1:", *(f"                {x}" for x in first_loads), "            else:"]
         lines += [
             "                kk = (k - KS1) * BLOCK_K",
-            f"                copy_rows(a_bufs.index(slot), {source} + base[:, None] + (kk + cols)[None, :], inside)",
+            "                taken = inside & ((kk + cols) < C2)[None, :]  # zeros past the input's channels",
+            f"                copy_rows(a_bufs.index(slot), {source} + base[:, None] + (kk + cols)[None, :], taken)",
             "                # every thread's copies count on the barrier before the one arrival below",
             "                async_copy.mbarrier_arrive(ready.index(slot))",
             "                thread_barrier()",

@@ -82,6 +82,13 @@ def test_products_of_few_tiles_are_not_offered_one(name: str) -> None:
     assert not any("PINGPONG" in c for c in candidates(info, 90))
 
 
+def test_a_summed_input_past_int32_offsets_is_not_offered_one() -> None:
+    """The loader addresses the second input's rows in int32."""
+    info = GroupInfo.of(fused_group(typed_program(summed(112, 64, 256, 4096, 2), "f16", "huge")))
+    assert pingpong.plan_of(info) is None
+    assert pingpong.plan_of(GroupInfo.of(fused_group(typed_program(summed(112, 64, 256, 32, 2), "f16", "fits")))) is not None
+
+
 def test_a_3x3_convolution_is_not_offered_one() -> None:
     ir = CONV_RESIDUAL.replace("24x16x1x1xT", "24x16x3x3xT").replace("array<i64: 0, 0, 0, 0>", "array<i64: 1, 1, 1, 1>")
     program = typed_program(ir, "f16", "window")
