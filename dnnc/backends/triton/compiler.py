@@ -159,7 +159,7 @@ def compile_for(source: KernelSource, target: GPUTarget, aligned: bool = True) -
 
 def _ast_source(source: KernelSource, aligned: bool) -> ASTSource:
     fn = _jit_function(source)
-    if getattr(fn, "is_gluon", lambda: False)():  # a ``pingpong`` kernel
+    if fn.is_gluon():  # a ``pingpong`` kernel
         from triton.experimental.gluon._runtime import GluonASTSource
 
         return GluonASTSource(fn, dict(source.signature), {}, _attrs(source, aligned))

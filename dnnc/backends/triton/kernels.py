@@ -734,9 +734,7 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
     residual: list[int] = []
 
     def read(v: SSAValue, ix: Index) -> str | None:
-        if not plan.residual or residual or ix != tile_ix or v not in args or shape_of(v) != shape:
-            return None
-        if tma.tile_matrix(shape, v) is None:
+        if residual or ix != tile_ix or v not in args or shape_of(v) != shape or tma.tile_matrix(shape, v) is None:
             return None
         residual.append(args.index(v))
         return em.let("residual.to(gl.float32)", "x")
@@ -746,48 +744,25 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
     def store(i: int, y: SSAValue, ix: Index) -> bool:
         if stored or ix != tile_ix:
             return False
-        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{plan.elem})")
+        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{pingpong.GL_TYPES[plan.elem]})")
         stored.append(i)
         return True
 
     em.tile_reads = read
     store_outputs(em, info, outs, out_ix, "cmask", store)
-    if not stored or (plan.residual and not residual):
-        raise CodegenError(f"{op.name}: a ping-pong kernel stores its output and reads its residual as whole tiles")
+    if not stored:
+        raise CodegenError(f"{op.name}: a ping-pong kernel stores its output as whole tiles")
     epilogue = pingpong.translate(em.lines)
-    descriptors = _pingpong_descriptors(info, plan, tile, residual[0] if residual else None)
+    descriptors = pingpong.descriptors(plan, tile, residual[0] if residual else None)
     for d in descriptors:
         signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
     name = f"dnnc_{info.kind}_pingpong"
-    text = pingpong.module_text(described(info), name, plan, tile, epilogue)
+    text = pingpong.module_text(described(info), name, plan, tile, epilogue, bool(residual))
     options = {"num_warps": 4, "maxnreg": pingpong.MAXNREG}
     source = KernelSource(info.kind, name, text, signature, pingpong.grid(m, n, tile), options, descriptors)
     plain = {key: v for key, v in config.items() if key not in ("PINGPONG", "PDL")}
     source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
     return source
-
-
-def _pingpong_descriptors(
-    info: GroupInfo, plan: pingpong.Plan, tile: tuple[int, int, int, int], residual: int | None
-) -> tuple[TileDescriptor, ...]:
-    op = info.anchor
-    assert op is not None
-    operands = tma.operands(op, info.group)
-    assert operands is not None
-    bm, bn, bk, _ = tile
-    args = list(info.group.body.block.args)
-    lhs, rhs = operands
-    found = [
-        TileDescriptor("a_tile", args.index(lhs.arg), lhs.shape, (bm, bk), gluon=True),
-        TileDescriptor("w_tile", args.index(rhs.arg), rhs.shape, (bn, bk), gluon=True),
-    ]
-    if info.summed is not None and plan.second is not None:
-        weight = info.summed.weight
-        found.append(TileDescriptor("v_tile", args.index(weight), (plan.n, plan.second.c), (bn, bk), gluon=True))
-    if residual is not None:
-        found.append(TileDescriptor("r_tile", residual, (plan.m, plan.n), (bm, bn), gluon=True))
-    found.append(TileDescriptor("o_tile", len(args), (plan.m, plan.n), (bm, bn), gluon=True))
-    return tuple(found)
 
 
 def generate(

@@ -29,7 +29,15 @@ from dataclasses import dataclass
 
 from dnnc.backends.triton import tma
 from dnnc.backends.triton.emitter import CodegenError
-from dnnc.backends.triton.skeleton import INT32_LIMIT, GroupInfo, gathers, one_accumulator, pointer_names, product_sizes
+from dnnc.backends.triton.skeleton import (
+    INT32_LIMIT,
+    GroupInfo,
+    TileDescriptor,
+    gathers,
+    one_accumulator,
+    pointer_names,
+    product_sizes,
+)
 from dnnc.ir import tcp
 from dnnc.ir.analysis import TO_NCHW, is_one_by_one_conv
 from dnnc.ir.attrs import ints, scalar
@@ -52,6 +60,8 @@ TILES = ((128, 128, 64, 4),)
 stages of 128 x 128 x 64 were best on every ResNet-50 shape it won, within 1-3.5% of each
 other and even over the network's groups; one config keeps the added compile time to one
 kernel a group."""
+GL_TYPES = {"f16": "float16", "bf16": "bfloat16"}
+"""Gluon's names of the element types a ping-pong kernel takes."""
 MIN_TILES = 2 * PROGRAMS
 """Output tiles a product needs before a ping-pong kernel is offered: with fewer, a program
 has at most one tile per consumer warpgroup and no epilogue runs beside a product (it
@@ -97,9 +107,10 @@ def translate(lines: list[str]) -> list[str]:
 class Second:
     """A summed 1x1 convolution's operands: its input read at every ``stride``-th pixel of
     an ``n x h x w x c`` channels-last block argument (``tensor``), its weight an
-    ``N x c`` matrix through TMA."""
+    ``N x c`` matrix through TMA (block argument ``weight``)."""
 
     tensor: str
+    weight: int
     h: int
     w: int
     c: int
@@ -115,12 +126,18 @@ class Plan:
     k: int
     out_rows: tuple[int, int]
     """(HO, WO): the output image's rows and columns, which place each of the second input's rows."""
+    a: tma.Operand
+    """The convolution's input as an ``M x K`` matrix (block argument ``a.arg``)."""
+    w: tma.Operand
+    """Its weight as an ``N x K`` matrix."""
+    a_index: int
+    w_index: int
+    """Their positions among the group's block arguments."""
     second: Second | None
-    residual: bool
     pointers: tuple[str, ...]
     """The group's pointer parameters in signature order (inputs, then outputs)."""
     elem: str
-    """``float16`` / ``bfloat16``."""
+    """``f16`` / ``bf16``."""
 
 
 def plan_of(info: GroupInfo) -> Plan | None:
@@ -129,7 +146,7 @@ def plan_of(info: GroupInfo) -> Plan | None:
     K along their rows, optionally with a second 1x1 convolution summed into its
     accumulator (``skeleton.one_accumulator``: only biases between them) whose input is a
     channels-last block argument, and one output of the convolution's shape that TMA can
-    store (a residual of that shape is read through TMA as well)."""
+    store (a residual of that shape, read at the tile's positions, comes through TMA too)."""
     op = info.anchor
     if not isinstance(op, tcp.Conv2dOp) or len(info.outputs) != 1 or gathers(info.group):
         return None
@@ -161,27 +178,26 @@ def plan_of(info: GroupInfo) -> Plan | None:
         nb, h, w, c = shape_of(source.input)
         if tma.tile_matrix((shape_of(conv.weight)[0], c), conv.weight) is None or c % 8 or nb * h * w * c > INT32_LIMIT:
             return None  # rows of 16-byte copies, addressed in int32
-        second = Second(f"in{args.index(source.input)}", h, w, c, ints(conv.stride)[0])
+        second = Second(f"in{args.index(source.input)}", args.index(conv.weight), h, w, c, ints(conv.stride)[0])
     m, n, k, _ = product_sizes(op)
     _, _, ho, wo = shape_of(op.results[0])
     _, signature, _ = pointer_names(info)
-    names = tuple(signature)
-    residual = any(
-        shape_of(a) == out_shape and a is not operands[0].arg and tma.tile_matrix(out_shape, a) is not None for a in args
-    )
-    return Plan(m, n, k, (ho, wo), second, residual, names, {"f16": "float16", "bf16": "bfloat16"}[elem])
+    a, w = operands
+    return Plan(m, n, k, (ho, wo), a, w, args.index(a.arg), args.index(w.arg), second, tuple(signature), elem)
 
 
-def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, int, int], epilogue: list[str]) -> str:
+def module_text(
+    header: list[str], name: str, plan: Plan, tile: tuple[int, int, int, int], epilogue: list[str], residual: bool
+) -> str:
     """The kernel module: ``header`` (the group's IR as comments), the partitions, and the
     kernel ``name`` whose parameters are the group's pointers then its TMA descriptors
-    (``a_tile``, ``w_tile``, ``v_tile`` with a second product, ``r_tile`` with a
-    residual, ``o_tile``)."""
+    (``a_tile``, ``w_tile``, ``v_tile`` with a second product, ``r_tile`` where the
+    ``epilogue`` reads a residual tile, ``o_tile``)."""
     bm, bn, bk, stages = tile
     second = plan.second
     ks1 = -(-plan.k // bk)
     ks2 = -(-second.c // bk) if second else 0
-    descs = ["a_tile", "w_tile", *(["v_tile"] if second else []), *(["r_tile"] if plan.residual else []), "o_tile"]
+    descs = ["a_tile", "w_tile", *(["v_tile"] if second else []), *(["r_tile"] if residual else []), "o_tile"]
     pointers = ", ".join(plan.pointers)
     constants = {
         "BLOCK_M": bm,
@@ -274,7 +290,7 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         ]
     else:
         lines += [f"            {x}" for x in first_loads]
-    if plan.residual:
+    if residual:
         lines += [
             "        mbarrier.wait(r_empty.index(j % 2), ((j // 2) & 1) ^ 1)",
             "        mbarrier.expect(r_ready.index(j % 2), r_tile.block_type.nbytes)",
@@ -306,13 +322,13 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "        acc = warpgroup_mma_wait(0, deps=(acc,))",
         "        mbarrier.arrive(empty.index((j * KS + KS - 1) % STAGES))",
     ]
-    if plan.residual:
+    if residual:
         lines += ["        mbarrier.wait(r_ready.index(ME), (j // 2) & 1)", "        residual = buf.load(ACC)"]
     else:
         lines += ["        tma.store_wait(0)"]
     lines += [f"    {line}" for line in epilogue]
     lines += ["        buf.store(result)", "        fence_async_shared()", "        tma_store(o_tile, [off_m, off_n], buf)"]
-    if plan.residual:
+    if residual:
         lines += ["        tma.store_wait(0)", "        mbarrier.arrive(r_empty.index(ME))"]
     lines += ["    tma.store_wait(0)"]
     for me in (0, 1):
@@ -328,9 +344,9 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "",
         "@gluon.jit",
         f"def {name}({pointers}, {', '.join(descs)}):",
-        f"    a_bufs = gl.allocate_shared_memory(gl.{plan.elem}, [STAGES, BLOCK_M, BLOCK_K], a_tile.layout)",
-        f"    w_bufs = gl.allocate_shared_memory(gl.{plan.elem}, [STAGES, BLOCK_N, BLOCK_K], w_tile.layout)",
-        f"    c_bufs = gl.allocate_shared_memory(gl.{plan.elem}, [2, BLOCK_M, BLOCK_N], o_tile.layout)",
+        f"    a_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [STAGES, BLOCK_M, BLOCK_K], a_tile.layout)",
+        f"    w_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [STAGES, BLOCK_N, BLOCK_K], w_tile.layout)",
+        f"    c_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [2, BLOCK_M, BLOCK_N], o_tile.layout)",
         "    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    r_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())",
@@ -353,27 +369,41 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
     return "\n".join(lines)
 
 
-def descriptor_type(elem: str, block: tuple[int, int]) -> str:
-    """The signature type of a Gluon descriptor over ``elem`` (``float16`` / ``bfloat16``)
-    tiles of ``block``, its shared layout the swizzle TMA and wgmma share."""
-    from triton.experimental.gluon import language as gl
+def descriptors(plan: Plan, tile: tuple[int, int, int, int], residual: int | None) -> tuple[TileDescriptor, ...]:
+    """The kernel's TMA parameters in ``module_text``'s order and the tensors they cover
+    (``residual``: the block argument the epilogue reads as a tile, if any)."""
+    bm, bn, bk, _ = tile
+    found = [
+        TileDescriptor("a_tile", plan.a_index, plan.a.shape, (bm, bk), gluon=True),
+        TileDescriptor("w_tile", plan.w_index, plan.w.shape, (bn, bk), gluon=True),
+    ]
+    if plan.second is not None:
+        found.append(TileDescriptor("v_tile", plan.second.weight, (plan.n, plan.second.c), (bn, bk), gluon=True))
+    if residual is not None:
+        found.append(TileDescriptor("r_tile", residual, (plan.m, plan.n), (bm, bn), gluon=True))
+    found.append(TileDescriptor("o_tile", plan.pointers.index("out0"), (plan.m, plan.n), (bm, bn), gluon=True))
+    return tuple(found)
 
-    layout = gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, elem))
-    return f"tensordesc<{ {'float16': 'fp16', 'bfloat16': 'bf16'}[elem] }[{block[0]}, {block[1]}],{layout!r}>"
+
+def descriptor_type(elem: str, block: tuple[int, int]) -> str:
+    """The signature type of a Gluon descriptor over ``elem`` (``f16`` / ``bf16``) tiles of
+    ``block``, its shared layout the swizzle TMA and wgmma share."""
+    return f"tensordesc<{tma.DESCRIPTOR_TYPES[elem]}[{block[0]}, {block[1]}],{_shared_layout(GL_TYPES[elem], block)!r}>"
 
 
 def descriptor(tensor, shape: tuple[int, int], block: tuple[int, int]):
     """The launch's Gluon descriptor over ``tensor`` as a row-major ``shape`` matrix."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    return TensorDescriptor(tensor, list(shape), [shape[1], 1], list(block), _shared_layout(tensor, block))
+    layout = _shared_layout(str(tensor.dtype).removeprefix("torch."), block)
+    return TensorDescriptor(tensor, list(shape), [shape[1], 1], list(block), layout)
 
 
-def _shared_layout(tensor, block: tuple[int, int]):
+def _shared_layout(dtype: str, block: tuple[int, int]):
+    """Gluon's default swizzled layout for ``block`` tiles of ``dtype`` (``float16`` / ``bfloat16``)."""
     from triton.experimental.gluon import language as gl
 
-    kind = {"torch.float16": gl.float16, "torch.bfloat16": gl.bfloat16}[str(tensor.dtype)]
-    return gl.NVMMASharedLayout.get_default_for(list(block), kind)
+    return gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype))
 
 
 def grid(m: int, n: int, tile: tuple[int, int, int, int]) -> tuple[int, int, int]:
