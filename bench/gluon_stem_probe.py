@@ -108,6 +108,38 @@ def _load_tile(j, tiles, pid, programs, x_desc, t_desc, x_smem, ready, BH: gl.co
 
 
 @gluon.jit
+def _tap_products(x_smem, w_smem, slot, BH: gl.constexpr, acc_layout: gl.constexpr):
+    """The sixteen tap products of the tile in stage ``slot``: 64 channels by BH * 16 pixels.
+    Tap ``(ty, tx)`` reads rows ``ty .. ty + BH - 1`` of copy ``tx``: the view of row ``ty``,
+    reinterpreted as the BH * 16 cells from there (a subslice must start at a multiple of
+    its length)."""
+    BP: gl.constexpr = BH * 16
+    ROWS: gl.constexpr = 2 * BH
+    dtype: gl.constexpr = w_smem.dtype
+    matrix: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
+    acc = gl.zeros([64, BP], gl.float32, acc_layout)
+    for ty in gl.static_range(4):
+        for tx in gl.static_range(4):
+            rows = _viewed(x_smem.index(slot * 4 + tx), dtype, [ROWS, 16, 16], matrix)
+            cells = _viewed(rows.index(ty), dtype, [BP, 16], matrix)
+            acc = warpgroup_mma(w_smem.index(ty * 4 + tx), cells.permute((1, 0)), acc, is_async=True)
+    return warpgroup_mma_wait(0, deps=(acc,))
+
+
+@gluon.jit
+def _store_tile(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr):
+    """Tile ``tile``'s result ``y`` (64 channels by BH * 16 pixels) into the NHWC output."""
+    BP: gl.constexpr = BH * 16
+    BANDS: gl.constexpr = 112 // BH
+    out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
+    out_p = gl.arange(0, BP, layout=gl.SliceLayout(0, out_layout))
+    n = tile // (BANDS * 7)
+    rest = tile % (BANDS * 7)
+    pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
+    gl.store(out + pixel[None, :] * 64 + out_c[:, None], y)
+
+
+@gluon.jit
 def stem_cells(
     x_desc,
     t_desc,
@@ -124,12 +156,10 @@ def stem_cells(
     ``w_desc``: the weights as (16 taps * 64) x 16, boxes of 64 x 16; ``out``: N x 112 x 112 x 64."""
     BP: gl.constexpr = BH * 16
     ROWS: gl.constexpr = 2 * BH  # BH + 3 rows are read; a copy's shape is a power of two
-    BANDS: gl.constexpr = 112 // BH
     dtype: gl.constexpr = x_desc.dtype
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BP, 16])
     # a thread's eight channels of one pixel: 16-byte stores, a warp's four pixels side by side
     out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, num_warps], [0, 1])
-    matrix: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
 
     w_smem = gl.allocate_shared_memory(dtype, [16, 64, 16], w_desc.layout)
     rows_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=3)
@@ -152,28 +182,14 @@ def stem_cells(
 
     channels = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
     b = gl.load(bias + channels).to(gl.float32)
-    out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
-    out_p = gl.arange(0, BP, layout=gl.SliceLayout(0, out_layout))
     for j in range(tiles):
         slot = j % STAGES
         mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
-        acc = gl.zeros([64, BP], gl.float32, acc_layout)
-        for ty in gl.static_range(4):
-            for tx in gl.static_range(4):
-                # rows ty .. ty + BH - 1 of copy tx: the view of row ty, reinterpreted as the
-                # BP cells from there (a subslice must start at a multiple of its length)
-                rows = _viewed(x_smem.index(slot * 4 + tx), dtype, [ROWS, 16, 16], matrix)
-                cells = _viewed(rows.index(ty), dtype, [BP, 16], matrix)
-                acc = warpgroup_mma(w_smem.index(ty * 4 + tx), cells.permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=(acc,))
+        acc = _tap_products(x_smem, w_smem, slot, BH, acc_layout)
         # every tap of this slot is read: it takes tile j + STAGES
         _load_tile(j + STAGES, tiles, pid, programs, x_desc, t_desc, x_smem, ready, BH, STAGES)
         y = gl.convert_layout(gl.maximum(acc + b[:, None], 0.0).to(dtype), out_layout)
-        tile = pid + j * programs
-        n = tile // (BANDS * 7)
-        rest = tile % (BANDS * 7)
-        pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
-        gl.store(out + pixel[None, :] * 64 + out_c[:, None], y)
+        _store_tile(out, y, pid + j * programs, BH, out_layout)
 
 
 @gluon.jit
@@ -221,34 +237,19 @@ def _image_consumer(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.cons
     ready, empty, loaded = bars
     STAGES: gl.constexpr = x_smem.type.shape[0] // 4
     BP: gl.constexpr = BH * 16
-    ROWS: gl.constexpr = 2 * BH
-    BANDS: gl.constexpr = 112 // BH
     dtype: gl.constexpr = w_desc.dtype
-    matrix: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2)
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BP, 16])
     out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
     mbarrier.wait(loaded, 0)
     channels = gl.arange(0, 64, layout=gl.SliceLayout(1, acc_layout))
     b = gl.load(bias + channels).to(gl.float32)
-    out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
-    out_p = gl.arange(0, BP, layout=gl.SliceLayout(0, out_layout))
     for j in range(tiles):
         slot = j % STAGES
         mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
-        acc = gl.zeros([64, BP], gl.float32, acc_layout)
-        for ty in gl.static_range(4):
-            for tx in gl.static_range(4):
-                rows = _viewed(x_smem.index(slot * 4 + tx), dtype, [ROWS, 16, 16], matrix)
-                cells = _viewed(rows.index(ty), dtype, [BP, 16], matrix)
-                acc = warpgroup_mma(w_smem.index(ty * 4 + tx), cells.permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(0, deps=(acc,))
+        acc = _tap_products(x_smem, w_smem, slot, BH, acc_layout)
         mbarrier.arrive(empty.index(slot))
         y = gl.convert_layout(gl.maximum(acc + b[:, None], 0.0).to(dtype), out_layout)
-        tile = pid + j * programs
-        n = tile // (BANDS * 7)
-        rest = tile % (BANDS * 7)
-        pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
-        gl.store(out + pixel[None, :] * 64 + out_c[:, None], y)
+        _store_tile(out, y, pid + j * programs, BH, out_layout)
 
 
 @gluon.jit
