@@ -179,6 +179,8 @@ def _time(fn) -> float:
 
 
 def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEGIES, tiles: list[tuple] | None = None) -> dict:
+    from bench.gpu_timing import checked_kernel_us
+
     torch.manual_seed(0)
     x = torch.randn(m, k, device="cuda", dtype=torch.float16)
     w = torch.randn(n, k, device="cuda", dtype=torch.float16) / k**0.5
@@ -197,14 +199,7 @@ def probe(m: int, n: int, k: int, sms: int, strategies: frozenset[str] = STRATEG
         def fn() -> None:
             kernel[(programs,)](*args, **options)
 
-        try:
-            o.zero_()
-            fn()
-            torch.cuda.synchronize()
-            err = (o.float() - want).abs().max().item()
-            kernels[tag] = round(_time(fn), 2) if err <= 0.05 * want.abs().max().item() else f"wrong by {err}"
-        except Exception as e:  # a tile that does not fit shared memory
-            kernels[tag] = f"error: {str(e)[:200]}"
+        kernels[tag] = checked_kernel_us(fn, o, want, 0.05)  # an error: a tile that does not fit shared memory
 
     for bm, bn, bk, warps, stages in tiles or TILES:
         bn, bk = min(bn, n), min(bk, k)

@@ -580,12 +580,12 @@ def probe_summed(n: int, h: int, c2: int, o: int, stride: int, sms: int) -> dict
     time them) against ``summed_pingpong``, each checked against float32 first."""
     import torch
 
+    from bench.gpu_timing import checked_kernel_us
     from bench.split_k_probe import prepared, summed, timed
     from dnnc.backends.triton.configs import candidates
     from dnnc.backends.triton.kernels import generate
     from dnnc.backends.triton.launch import capability_of
     from dnnc.backends.triton.skeleton import GroupInfo
-    from dnnc.timing import device_time_ms
 
     device = torch.device("cuda")
     ho = h // stride
@@ -624,16 +624,7 @@ def probe_summed(n: int, h: int, c2: int, o: int, stride: int, sms: int) -> dict
         def fn(descs=descs, programs=programs, stages=stages):
             summed_pingpong[(programs,)](*descs, x, b, ho, ho, h, h, c2, stride, 8, stages, num_warps=4, maxnreg=PINGPONG_MAXNREG)
 
-        tag = f"pingpong_{bm}x{bn}x{bk}_s{stages}"
-        try:
-            out.zero_()
-            fn()
-            torch.cuda.synchronize()
-            err = (out.float() - ref).abs().max().item()
-            ok = err <= 0.05 * ref.abs().max().item()
-            gluon_rows[tag] = round(device_time_ms(fn) * 1e3, 2) if ok else f"wrong by {err}"
-        except Exception as e:
-            gluon_rows[tag] = f"error: {str(e)[-300:]}"
+        gluon_rows[f"pingpong_{bm}x{bn}x{bk}_s{stages}"] = checked_kernel_us(fn, out, ref, 0.05)
     row["gluon"] = gluon_rows
     for key in ("dnnc", "gluon"):
         timed_rows = [(v, tag) for tag, v in row[key].items() if isinstance(v, float)]
@@ -708,6 +699,7 @@ def probe(m: int, n: int, k: int, sms: int, kinds=("triton", "gluon", "pingpong"
     from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
 
     from bench.gemm_tile_probe import tma_tiles
+    from bench.gpu_timing import checked_kernel_us
     from dnnc.timing import device_time_ms
 
     torch.manual_seed(0)
@@ -723,15 +715,7 @@ def probe(m: int, n: int, k: int, sms: int, kinds=("triton", "gluon", "pingpong"
     kernels: dict[str, float | str] = {}
 
     def run(tag, fn):
-        try:
-            o.zero_()
-            fn()
-            torch.cuda.synchronize()
-            err = (o.float() - want).abs().max().item()
-            ok = err <= 0.05 * want.abs().max().item()
-            kernels[tag] = round(device_time_ms(fn) * 1e3, 2) if ok else f"wrong by {err}"
-        except Exception as e:
-            kernels[tag] = f"error: {str(e)[-300:]}"
+        kernels[tag] = checked_kernel_us(fn, o, want, 0.05)
 
     for bm, bn, bk, warps, stages in TRITON_TILES if "triton" in kinds else ():
         bn, bk = min(bn, n), min(bk, k)

@@ -398,6 +398,7 @@ def probe(batch: int, sms: int) -> dict:
     import torch.nn.functional as F
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    from bench.gpu_timing import checked_kernel_us
     from dnnc.timing import device_time_ms
 
     torch.manual_seed(0)
@@ -422,15 +423,7 @@ def probe(batch: int, sms: int) -> dict:
     kernels: dict[str, float | str] = {}
 
     def check_and_time(tag, run):
-        try:
-            out.zero_()
-            run()
-            torch.cuda.synchronize()
-            err = (out.float() - want).abs().max().item()
-            ok = err <= 0.02 * want.abs().max().item()
-            kernels[tag] = round(device_time_ms(run) * 1e3, 2) if ok else f"wrong by {err}"
-        except Exception as e:
-            kernels[tag] = f"error: {str(e)[-400:]}"
+        kernels[tag] = checked_kernel_us(run, out, want, 0.02)
         print(batch, tag, kernels[tag], flush=True)
 
     for bh, stages, per_sm in CONFIGS:

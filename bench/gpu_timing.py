@@ -46,6 +46,26 @@ def fp16_inputs(inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [x.cuda().half() if x.is_floating_point() else x.cuda() for x in inputs]
 
 
+def checked_kernel_us(fn: Callable[[], Any], out: torch.Tensor, want: torch.Tensor, tolerance: float) -> float | str:
+    """A kernel launch ``fn`` that writes ``out``, run once into a zeroed ``out`` and
+    checked: its time in microseconds (a CUDA-graph replay, ``dnnc.timing.device_time_ms``)
+    where its largest error is within ``tolerance`` of ``want``'s largest magnitude, else
+    what went wrong (a wrong result, or a config that does not build or fit). The kernel
+    probes record either, so one failing config does not end a run."""
+    from dnnc.timing import device_time_ms
+
+    try:
+        out.zero_()
+        fn()
+        torch.cuda.synchronize()
+        err = (out.float() - want).abs().max().item()
+        if err > tolerance * want.abs().max().item():
+            return f"wrong by {err}"
+        return round(device_time_ms(fn) * 1e3, 2)
+    except Exception as e:
+        return f"error: {str(e)[-300:]}"
+
+
 def in_cuda_graph(fn: Callable[[], Any]) -> tuple[Callable[[], None], Any]:
     """Capture ``fn`` once (after a warm-up on a side stream); returns replay and the captured output."""
     stream = torch.cuda.Stream()
