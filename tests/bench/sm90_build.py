@@ -43,14 +43,21 @@ def built_for_sm90(module: str, name: str, values: dict[str, Any], warps: int, s
     (``cp.async.bulk.tensor``) instructions, how many loads from shared memory into
     registers it has (none where every product's operands go to wgmma as they lie), and
     the shared memory the kernel takes."""
+    return compiled_json(BUILD, module, name, json.dumps(values), str(warps), str(stages))
+
+
+def compiled_json(code: str, *args: str, env: dict[str, str] | None = None, timeout: int = 300) -> Any:
+    """The JSON the last line of ``code`` prints, run with ``args`` in a Python process of
+    its own from the repository root (``bench`` and ``tests`` import from there), where
+    Triton compiles rather than interprets (``env``: more variables to set)."""
     done = subprocess.run(
-        [sys.executable, "-c", BUILD, module, name, json.dumps(values), str(warps), str(stages)],
-        env={**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"},
-        cwd=Path(__file__).resolve().parents[2],  # the repository root: ``bench`` imports from there
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1", **(env or {})},
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

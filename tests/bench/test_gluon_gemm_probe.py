@@ -5,13 +5,9 @@ a test process's ``TRITON_INTERPRET`` does not reach Triton's compiler."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.bench.sm90_build import compiled_json
 
 pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
 
@@ -19,12 +15,7 @@ BUILD = "import json; from bench.gluon_gemm_probe import compile_only; print(jso
 
 
 def test_the_kernels_build_for_sm90_with_wgmma_and_tma() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    run = subprocess.run([sys.executable, "-c", BUILD], capture_output=True, text=True, env=env, cwd=root, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    built = json.loads(run.stdout.strip().splitlines()[-1])
+    built = compiled_json(BUILD, timeout=600)
     assert set(built) == {
         "persistent_128x128x64_w4s4",
         "persistent-noresidual_128x128x64_w4s4",

@@ -6,13 +6,9 @@ tx)`` for output ``(y, x)``, which is what each tile's copies hold."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.bench.sm90_build import compiled_json
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
@@ -57,12 +53,7 @@ BUILD = "import json; from bench.gluon_stem_probe import compile_only; print(jso
 
 @pytest.mark.skipif(not _builds_reinterpreted_views(), reason="Triton 3.9 refuses a reinterpret past its view")
 def test_the_kernels_build_for_sm90_with_wgmma() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    run = subprocess.run([sys.executable, "-c", BUILD], capture_output=True, text=True, env=env, cwd=root, timeout=900)
-    assert run.returncode == 0, run.stderr[-2000:]
-    built = json.loads(run.stdout.strip().splitlines()[-1])
+    built = compiled_json(BUILD, timeout=900)
     assert {name.split("_")[0] for name in built} == {"cells", "image"}
     for name, kernel in built.items():
         assert kernel["built"], f"{name}: {kernel.get('error')}"

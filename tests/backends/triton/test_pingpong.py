@@ -6,9 +6,6 @@ computes in both float types."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from dnnc.backends.triton.skeleton import GroupInfo
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from tests.backends.triton.helpers import capability, fused_group, typed_program
 from tests.backends.triton.test_tma import CONV_RESIDUAL
+from tests.bench.sm90_build import compiled_json
 from tests.numerics import assert_matches
 
 pytestmark = pytest.mark.skipif(not pingpong.available(), reason="this Triton has no Gluon")
@@ -134,13 +132,7 @@ print(json.dumps(built))
 
 
 def test_pingpong_kernels_build_for_sm90_without_a_gpu(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parents[3]
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    env["DNNC_CACHE_DIR"] = str(tmp_path)
-    run = subprocess.run([sys.executable, "-c", BUILD], capture_output=True, text=True, env=env, cwd=root, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    built = json.loads(run.stdout.strip().splitlines()[-1])
+    built = compiled_json(BUILD, env={"DNNC_CACHE_DIR": str(tmp_path)}, timeout=600)
     residual, both = built["conv_residual"], built["summed"]
     assert residual["wgmma"] and residual["setmaxnreg"] and not residual["cp_async"]
     assert residual["descriptors"] == ["a_tile", "w_tile", "r_tile", "o_tile"]
