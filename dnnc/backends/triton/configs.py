@@ -366,8 +366,7 @@ def pingpong_configs(info: GroupInfo, capability: int | None) -> list[Config]:
     if capability != pingpong.CAPABILITY or not pingpong.available():
         return []
     plan = pingpong.plan_of(info)
-    bm, bn, _, _ = pingpong.TILES[0]
-    if plan is None or math.ceil(plan.m / bm) * math.ceil(plan.n / bn) < pingpong.MIN_TILES:
+    if plan is None or pingpong.tile_count(plan.m, plan.n, pingpong.TILES[0]) < pingpong.MIN_TILES:
         return []
     return [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "PINGPONG": s} for m, n, k, s in pingpong.TILES]
 

@@ -406,6 +406,11 @@ def _shared_layout(dtype: str, block: tuple[int, int]):
     return gl.NVMMASharedLayout.get_default_for(list(block), getattr(gl, dtype))
 
 
+def tile_count(m: int, n: int, tile: tuple[int, ...]) -> int:
+    """Output tiles of ``tile``'s ``BLOCK_M x BLOCK_N`` an ``m x n`` product has."""
+    return -(-m // tile[0]) * -(-n // tile[1])
+
+
 def grid(m: int, n: int, tile: tuple[int, int, int, int]) -> tuple[int, int, int]:
     """One program per SM, or per tile where there are fewer."""
-    return (min(PROGRAMS, -(-m // tile[0]) * -(-n // tile[1])), 1, 1)
+    return (min(PROGRAMS, tile_count(m, n, tile)), 1, 1)
