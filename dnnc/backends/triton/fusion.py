@@ -29,9 +29,10 @@ convolution then reads the channels-last tensor along its channels, where in its
 producer's kernel the transpose would have that kernel store NCHW for all of them.
 ``triton-fuse`` gives each reader a copy of its own (a transpose in a kernel is index
 arithmetic; one shared by two kernels would be a kernel of its own). Such a transpose
-that one reduction reads (a global mean) never ends a product's kernel either
-(``reduction_prologue``): the product stores NHWC and the reduction reads rows of
-contiguous channels; elementwise ops before it still fuse into the reduction's kernel.
+that one reduction reads (a global mean), or one pooling whose result goes channels-last
+again, never ends a product's kernel either (``reduction_prologue``): the product stores
+NHWC and the reduction reads rows of contiguous channels, the pooling NHWC -> NHWC;
+elementwise ops before it still fuse into the reader's kernel.
 
 Only tcp ops directly in a function body are considered: ops already in an
 ``isolated_group`` or any other region, and non-tcp ops (``cudnn.graph``), are left
@@ -68,7 +69,7 @@ from dnnc.backends.triton.ops import (
     summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, is_output_view, is_ungrouped_conv
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_output_view, is_ungrouped_conv
 from dnnc.ir.attrs import ints
 from dnnc.ir.types import numel, shape_of
 
@@ -287,11 +288,30 @@ def reduction_prologue(op: Operation) -> bool:
     (``rows``). In ResNet-50's program on an H200, its last expansion (a Triton kernel)
     and the global mean after it ran 15.1 + 8.9 us at batch 32 and 43.3 + 25.1 at batch
     128 so joined, and 12.5 + 5.8 and 34.2 + 11.7 apart (``bench/compile_profile.py
-    --own-kernels``, steps in place)."""
+    --own-kernels``, steps in place).
+
+    A pooling whose result only goes channels-last again (``_pools_to_channels_last``)
+    reads such a transpose the same way: its kernel runs NHWC -> NHWC, a program's
+    elements along the channels in both tensors. Its producer's kernel storing NCHW
+    instead had the pooling read NCHW and store NHWC, a tile transposed on the way:
+    ResNet-50's max pool after a Triton stem ran 32-37 us at batch 32 on an H200 so, where
+    NHWC -> NHWC after cuDNN's stem it runs 19."""
     if not _back_to_nchw(op):
         return False
     uses = list(op.result.uses)
-    return len(uses) == 1 and isinstance(uses[0].operation, tcp.ReduceOp)
+    if len(uses) != 1:
+        return False
+    reader = uses[0].operation
+    return isinstance(reader, tcp.ReduceOp) or _pools_to_channels_last(reader)
+
+
+def _pools_to_channels_last(op: Operation) -> bool:
+    """A pooling whose result only transposes to NHWC read it."""
+    if not isinstance(op, POOL_ANCHORS) or not op.results[0].uses:
+        return False
+    return all(
+        isinstance(u.operation, tcp.TransposeOp) and tuple(ints(u.operation.permutation)) == TO_NHWC for u in op.results[0].uses
+    )
 
 
 def _copy_conv_prologues(block: Block) -> frozenset[Operation]:

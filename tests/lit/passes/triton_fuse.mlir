@@ -332,3 +332,28 @@ func.func @mean_reader(%x: tensor<2x6x5x5xf16>) -> tensor<2x6x1x1xf16> {
   %m = tcp.reduce_mean %t {dnnc.part = 2 : i64, axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
   func.return %m : tensor<2x6x1x1xf16>
 }
+
+// A max pool whose result goes channels-last again takes the transpose back to NCHW of a
+// 1x1 convolution's channels-last result into its own kernel: the convolution's kernel
+// stores NHWC (its bias and ReLU with it) and the pool runs NHWC -> NHWC.
+// CHECK-LABEL: func.func @pool_reader
+// CHECK:         %[[P:.*]] = tcp.isolated_group(%x, {{.*}}) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x6x6x6xf16>
+// CHECK-NOT:       tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK:           tcp.clamp
+// CHECK-NEXT:      tcp.yield
+// CHECK:         tcp.isolated_group(%[[P]]) {backend = "triton", kind = "pool"} : (tensor<2x6x6x6xf16>) -> tensor<2x3x3x6xf16>
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.max_pool2d
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:      tcp.yield
+func.func @pool_reader(%x: tensor<2x6x6x6xf16>) -> tensor<2x3x3x6xf16> {
+  %w1 = tcp.param @w1 : tensor<6x6x1x1xf16>
+  %c1 = tcp.conv2d %x, %w1 {dnnc.part = 1 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x6x6xf16>, tensor<6x6x1x1xf16>) -> tensor<2x6x6x6xf16>
+  %n = tcp.transpose %c1 {dnnc.part = 1 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x6x6xf16> -> tensor<2x6x6x6xf16>
+  %r = tcp.clamp %n {dnnc.part = 1 : i64, min = 0.0 : f64} : tensor<2x6x6x6xf16>
+  %t = tcp.transpose %r {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x6x6x6xf16> -> tensor<2x6x6x6xf16>
+  %p = tcp.max_pool2d %t {dnnc.part = 2 : i64, kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = false} : tensor<2x6x6x6xf16> -> tensor<2x6x3x3xf16>
+  %o = tcp.transpose %p {dnnc.part = 2 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x3x3xf16> -> tensor<2x3x3x6xf16>
+  func.return %o : tensor<2x3x3x6xf16>
+}
