@@ -8,7 +8,8 @@ query, key and value as one product (``gpu-merged-products``). ResNet-50's 1x1 e
 and downsamples have had no record since 2026-11-28, so that its compile prices the kernel
 that runs a block's expansion and downsample together (``ops.summed_products``), which no
 record can name; its 3x3 convolutions of stages 2-4 none since 2026-11-29, so that it prices
-Triton's split-K kernels for them (``configs.split_k``)."""
+Triton's split-K kernels for them (``configs.split_k``), nor its stem, so that it prices the
+Gluon kernel on cells of the image (``backends/triton/stem.py``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ BENCHMARKED: list[tuple[str, dict[str, Any], int, tuple[str, ...]]] = [
         {"batch": 1},
         54,
         (
+            "conv_bias_relu 1x3x224x224 weight 64x3x7x7",
             *("conv_bias_add_relu 1x64x56x56 weight 256x64x1x1",) * 4,
             "conv_bias_add_relu 1x256x56x56 weight 512x256x1x1",
             "conv_bias_relu 1x128x56x56 weight 128x128x3x3",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from dnnc import knobs
-from dnnc.backends.triton import pingpong
+from dnnc.backends.triton import pingpong, stem
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
@@ -37,13 +37,15 @@ CONFIG_KEYS = (
     "SPLIT_K",
     "PDL",
     "PINGPONG",
+    "STEM",
     "num_warps",
     "num_stages",
 )
-OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "STEM", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
 options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
-``PINGPONG`` (a Gluon kernel of that many operand stages, ``pingpong``),
+``PINGPONG`` (a Gluon kernel of that many operand stages, ``pingpong``), ``STEM`` (a
+stem convolution as a Gluon kernel on cells of the image with that many stages, ``stem``),
 ``SPLIT_K`` (a product's K cut into that many slices, each its own programs) and
 ``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
 PDL_CAPABILITY = 90
@@ -93,6 +95,8 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} stages: at most 8"
     if key == "PINGPONG" and value < 2:
         return f"{value} stage: a ping-pong ring needs at least 2 (one read by a product in flight, one loading)"
+    if key == "STEM" and not 2 <= value <= 4:
+        return f"{value} stages: a stem kernel takes 2 to 4 (shared memory holds 4 copies of a tile each)"
     return None
 
 
@@ -356,7 +360,18 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         pointer_tiles = (c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)
         return _unique([*summed_tiles, *pointer_tiles, *pingpong_configs(info, capability)])
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
-    return [*product(m, n, k, with_tma, batch), *pingpong_configs(info, capability)]
+    return [*stem_configs(info, capability), *product(m, n, k, with_tma, batch), *pingpong_configs(info, capability)]
+
+
+def stem_configs(info: GroupInfo, capability: int | None) -> list[Config]:
+    """The ``stem`` kernel of a network's first convolution on Hopper where its group can be
+    one, first: it prices the group (the Triton tiles run such a stem 1.3-4x slower; the
+    probe's numbers are in ``stem``)."""
+    if capability != stem.CAPABILITY or not stem.available() or stem.plan_of(info) is None:
+        return []
+    return [
+        {"BLOCK_M": stem.BH * stem.TILE_COLUMNS, "BLOCK_N": stem.OUT_CHANNELS, "BLOCK_K": 16, "num_warps": 4, "STEM": stem.STAGES}
+    ]
 
 
 def pingpong_configs(info: GroupInfo, capability: int | None) -> list[Config]:
