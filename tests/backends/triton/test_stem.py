@@ -7,9 +7,6 @@ float types and both output layouts, in a program that is replayed, saved and lo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import GroupInfo
 from dnnc.ir.types import element_of, shape_of, torch_dtype
 from tests.backends.triton.helpers import capability, fused_group, typed_program
+from tests.bench.sm90_build import compiled_json
 from tests.numerics import assert_matches
 
 
@@ -158,13 +156,7 @@ print(json.dumps(built))
 
 @pytest.mark.skipif(not stem.available(), reason="this Triton does not build the stem kernel (stem.available)")
 def test_stem_kernels_build_for_sm90_without_a_gpu(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = Path(__file__).resolve().parents[3]
-    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    env["DNNC_CACHE_DIR"] = str(tmp_path)
-    run = subprocess.run([sys.executable, "-c", BUILD], capture_output=True, text=True, env=env, cwd=root, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    built = json.loads(run.stdout.strip().splitlines()[-1])
+    built = compiled_json(BUILD, env={"DNNC_CACHE_DIR": str(tmp_path)}, timeout=600)
     taps = {"resnet": 16, "resnet_channels_last": 16, "window3_four_channels": 4}
     for name, kernel in built.items():
         assert kernel["wgmma"] == taps[name] and kernel["setmaxnreg"] and not kernel["spills"], name
