@@ -21,10 +21,11 @@ that ran ResNet-50's stem at batch 128 in 152 us, against cuDNN's 205 plus the 2
 channels-last step before it; 45 against 61 + 6 at batch 32, 6.3 against Triton's 8.2 at
 batch 1.
 
-In the program it was chosen and ResNet-50 did not get faster (two same-call A/Bs on an
-H200: b32 0.907 -> 0.904 and 0.886 -> 0.903 ms, b128 2.860 -> 2.871 and 2.916 -> 2.920),
-though the partitioner predicted 23 and 68 us less; not profiled in place with its output
-channels-last (BENCHMARKS.md, "the stem on cells of the image"). Hence a branch, not main.
+In ResNet-50's program (H200, ``bench/compile_profile.py --own-kernels``) the group, its
+bias and ReLU in the epilogue and its output stored channels-last for the max pool to read
+NHWC -> NHWC (``fusion.reduction_prologue``), ran 44.8 us at batch 32 and 157.0 at batch
+128, where cuDNN's stem and its channels-last step ran 61.1 + 6.6 and 206.8 + 22.7; the
+program's kernels 0.866 -> 0.847 and 2.727 -> 2.658 ms.
 
 The epilogue is the one ``KernelEmitter`` writes for the group (``kernels._stem``), its
 ``tl.`` calls taken to their ``gl.`` twins (``pingpong.translate``). Gluon has no
