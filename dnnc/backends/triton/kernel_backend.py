@@ -22,6 +22,7 @@ from xdsl.ir import Operation
 from dnnc import knobs
 from dnnc.backends.interface import BuildContext, GroupKernel, KernelBackend
 from dnnc.backends.triton.configs import OPTIONAL_KEYS
+from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.fusion import TritonFuse
 from dnnc.backends.triton.kernels import GroupInfo, KernelSource, generate
 from dnnc.backends.triton.marking import is_triton_group, precompile_lowered
@@ -129,10 +130,21 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     assert record is not None and record.config is not None
     config = {**heuristic, **record.config}
     interpret = interpreting()
-    regenerated = generate(op, config, interpret=interpret, info=info)
+    try:
+        regenerated = generate(op, config, interpret=interpret, info=info)
+    except CodegenError as e:
+        # a Gluon kernel this Triton (or the interpreter) cannot build: the recorded source is
+        # never run; the group is compiled from the IR
+        warnings.warn(
+            f"Triton group {ordinal} ({info.kind}): its recorded kernel cannot be built here ({e}); compiling it with the heuristic config",
+            ArtifactWarning,
+            stacklevel=2,
+        )
+        with knobs.override(autotune=False):
+            return compile_group(op, context.device)
     # A record is written by a GPU build, or by the interpreter in the tests: either form matches
     # (the other form is generated only when this one differs).
-    if record.source != regenerated and record.source != generate(op, config, interpret=not interpret, info=info):
+    if record.source != regenerated and record.source != _other_form(op, config, interpret, info):
         what = f"Triton group {ordinal} ({info.kind}): the recorded kernel differs from the one dnnc generates for its group and config"
         assert context.recorded is not None
         if context.recorded.same_version:
@@ -153,6 +165,16 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
             f"version (this is Triton {triton.__version__}, dnnc {__version__}): compiling them here"
         )
     return TritonKernel(regenerated, context.device, capability, config)
+
+
+def _other_form(op: Any, config: dict[str, int], interpret: bool, info: GroupInfo) -> KernelSource | None:
+    """The group's kernel in the form ``interpret`` does not ask for, or None where it has
+    none: a Gluon kernel (``STEM``, ``PINGPONG``) is built for the GPU only, and a record
+    that differs from its one form is a changed record, not a kernel to run as torch ops."""
+    try:
+        return generate(op, config, interpret=not interpret, info=info)
+    except CodegenError:
+        return None
 
 
 def _record_problem(record: TritonRecord | None, kind: str, tensors: int, heuristic: dict[str, int]) -> str | None:

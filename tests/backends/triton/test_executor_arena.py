@@ -135,6 +135,56 @@ def test_a_changed_kernel_record_is_refused_and_never_runs(lowered, tmp_path: Pa
     assert not mark.exists()
 
 
+def test_a_changed_record_of_a_kernel_with_one_form_is_refused(lowered, tmp_path: Path, monkeypatch) -> None:
+    """A kernel that only the GPU builds (a Gluon one: no interpreted form to compare the
+    record with) is refused like any other when its record was changed, never run as
+    torch ops instead."""
+    from dnnc.backends.triton import kernel_backend
+    from dnnc.backends.triton.emitter import CodegenError
+
+    program, _ = lowered
+    records = triton_records(GpuExecutor(program, "cpu"))
+    mark = tmp_path / "payload-ran"
+    records[0]["text"] = _payload_text(mark) + records[0]["text"]
+    generate = kernel_backend.generate
+
+    def one_form(*args, interpret: bool = False, **kwargs):
+        if not interpret:
+            raise CodegenError("built for the GPU only")
+        return generate(*args, interpret=interpret, **kwargs)
+
+    monkeypatch.setattr(kernel_backend, "generate", one_form)
+    with pytest.raises(ArtifactError, match="Triton group 0 .* differs from the one dnnc generates"):
+        GpuExecutor(program, "cpu", recorded(records))
+    assert not mark.exists()
+
+
+def test_a_record_this_triton_cannot_build_is_compiled_from_the_ir(lowered, monkeypatch) -> None:
+    """A recorded kernel that cannot be generated here (a Gluon kernel under a Triton
+    without its language) is compiled from the IR with a warning, never run as torch ops."""
+    from dnnc.backends.triton import kernel_backend
+    from dnnc.backends.triton.emitter import CodegenError
+
+    program, (x, expected) = lowered
+    records = triton_records(GpuExecutor(program, "cpu"))
+
+    generate = kernel_backend.generate
+    calls = []
+
+    def first_unbuildable(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise CodegenError("needs Triton 3.6's Gluon")
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_backend, "generate", first_unbuildable)
+    with pytest.warns(ArtifactWarning, match="Triton group 0 .* cannot be built here .* Gluon"):
+        executor = GpuExecutor(program, "cpu", recorded(records))
+    assert not executor.fallbacks
+    for got, e in zip(executor.run([x]), expected):
+        assert_matches(got, e, torch.float32)
+
+
 def test_a_changed_record_from_another_version_runs_the_generated_kernel(lowered, tmp_path: Path) -> None:
     program, (x, expected) = lowered
     records = triton_records(GpuExecutor(program, "cpu"))
