@@ -383,7 +383,10 @@ def pingpong_configs(info: GroupInfo, capability: int | None) -> list[Config]:
     plan = pingpong.plan_of(info)
     if plan is None or pingpong.tile_count(plan.m, plan.n, pingpong.TILES[0]) < pingpong.MIN_TILES:
         return []
-    return [{"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "PINGPONG": s} for m, n, k, s in pingpong.TILES]
+    return [
+        {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "PINGPONG": pingpong.stages_for(plan, s)}
+        for m, n, k, s in pingpong.TILES
+    ]
 
 
 def with_launch(config: Config, capability: int | None, launch_early: bool = True) -> Config:

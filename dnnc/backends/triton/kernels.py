@@ -736,7 +736,7 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
     residual: list[int] = []
 
     def read(v: SSAValue, ix: Index) -> str | None:
-        if residual or ix != tile_ix or v not in args or shape_of(v) != shape or tma.tile_matrix(shape, v) is None:
+        if residual or ix != tile_ix or v not in args or args.index(v) != plan.residual:
             return None
         residual.append(args.index(v))
         return em.let("residual.to(gl.float32)", "x")

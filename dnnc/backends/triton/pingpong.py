@@ -7,10 +7,12 @@ moves its bytes. ResNet-50's 1x1 expansions ran at about the sum of their tensor
 memory time that way. The kernel here is written in Gluon (Triton's explicit dialect,
 built by the same compiler into the same cubins): a persistent program per SM with a
 loader partition that fills a ring of operand stages (TMA; a summed strided 1x1
-convolution's input rows by ``cp.async``) and each tile's residual buffer, and two
+convolution's input rows by ``cp.async``) and each consumer's residual buffer, and two
 consumer warpgroups that take tiles in turn, their K loops one after the other (a
 ``turn`` barrier: a stage's barrier is then never waited on more than one phase ahead),
-so one warpgroup's epilogue runs while the other multiplies. On an H200 that ran
+so one warpgroup's epilogue runs while the other multiplies. A consumer's output leaves
+through a buffer of its own, waited on before its next tile's epilogue; where K is short a
+residual comes in another buffer, freed as soon as it is read (``RESIDUAL_STAGES``). On an H200 that ran
 ResNet-50's stage 3-4 expansions at batch 128 15-18% faster than the Triton TMA tile and
 the blocks' summed expansion + downsample 5-34% faster at batches 32 and 128
 (``bench/gluon_gemm_probe.py``, ``bench/results/gluon-*-2026-11-29-h200.json``).
@@ -62,6 +64,19 @@ other and even over the network's groups; one config keeps the added compile tim
 kernel a group."""
 GL_TYPES = {"f16": "float16", "bf16": "bfloat16"}
 """Gluon's names of the element types a ping-pong kernel takes."""
+RESIDUAL_STAGES = 3
+"""Operand stages of a kernel whose residual tiles have buffers of their own (one a
+consumer warpgroup, 64 KB in all): three fit beside them (225 KB of an SM's 227; four
+would take 256 KB). The loader then fetches a consumer's next residual while that
+consumer's output still leaves through TMA. With more stages a consumer reads its
+residual from the buffer its output leaves through, and waits for the store before the
+loader may refill it."""
+OWN_RESIDUAL_K = 128
+"""The longest K for which a residual kernel takes ``RESIDUAL_STAGES`` and buffers of
+their own: ResNet-50's expansions on an H200 (``bench/compile_profile.py --own-kernels``,
+steps in place) ran 1-2 us faster at batch 32 and 6 us faster at batch 128 so at K = 64
+and 128 (stages 1-2), and 3-5 us slower at K = 256 and 512 (stages 3-4), where the
+longer K loop wants the fourth stage."""
 MIN_TILES = 2 * PROGRAMS
 """Output tiles a product needs before a ping-pong kernel is offered: with fewer, a program
 has at most one tile per consumer warpgroup and no epilogue runs beside a product (it
@@ -134,6 +149,9 @@ class Plan:
     w_index: int
     """Their positions among the group's block arguments."""
     second: Second | None
+    residual: int | None
+    """The block argument (position) the epilogue may read as a residual tile: an
+    output-shaped channels-last tensor TMA reads, other than the products' operands."""
     pointers: tuple[str, ...]
     """The group's pointer parameters in signature order (inputs, then outputs)."""
     elem: str
@@ -160,6 +178,7 @@ def plan_of(info: GroupInfo) -> Plan | None:
         return None
     args = list(info.group.body.block.args)
     second = None
+    summed_args: tuple[int, ...] = ()
     if info.summed is not None:
         conv = info.summed
         source = conv.input.owner
@@ -179,11 +198,28 @@ def plan_of(info: GroupInfo) -> Plan | None:
         if tma.tile_matrix((shape_of(conv.weight)[0], c), conv.weight) is None or c % 8 or nb * h * w * c > INT32_LIMIT:
             return None  # rows of 16-byte copies, addressed in int32
         second = Second(f"in{args.index(source.input)}", args.index(conv.weight), h, w, c, ints(conv.stride)[0])
+        summed_args = (args.index(source.input), args.index(conv.weight))
     m, n, k, _ = product_sizes(op)
     _, _, ho, wo = shape_of(op.results[0])
     _, signature, _ = pointer_names(info)
     a, w = operands
-    return Plan(m, n, k, (ho, wo), a, w, args.index(a.arg), args.index(w.arg), second, tuple(signature), elem)
+    operand_args = {args.index(a.arg), args.index(w.arg), *summed_args}
+    residual = next(
+        (
+            i
+            for i, v in enumerate(args)
+            if i not in operand_args and shape_of(v) == out_shape and tma.tile_matrix(out_shape, v) is not None
+        ),
+        None,
+    )
+    return Plan(m, n, k, (ho, wo), a, w, args.index(a.arg), args.index(w.arg), second, residual, tuple(signature), elem)
+
+
+def stages_for(plan: Plan, stages: int) -> int:
+    """The operand stages a kernel of ``plan`` takes for a tile of ``stages``:
+    ``RESIDUAL_STAGES`` where it may read a residual tile and K is short
+    (``OWN_RESIDUAL_K``)."""
+    return RESIDUAL_STAGES if plan.residual is not None and plan.k <= OWN_RESIDUAL_K else stages
 
 
 def module_text(
@@ -194,6 +230,7 @@ def module_text(
     (``a_tile``, ``w_tile``, ``v_tile`` with a second product, ``r_tile`` where the
     ``epilogue`` reads a residual tile, ``o_tile``)."""
     bm, bn, bk, stages = tile
+    own_residual = residual and stages <= RESIDUAL_STAGES
     second = plan.second
     ks1 = -(-plan.k // bk)
     ks2 = -(-second.c // bk) if second else 0
@@ -248,7 +285,7 @@ def module_text(
         "def loader(ptrs, descs, bufs, bars, pid, programs, tiles):",
         f"    {pointers}, = ptrs",
         f"    {', '.join(descs)}, = descs",
-        "    a_bufs, w_bufs, c_bufs = bufs",
+        "    a_bufs, w_bufs, c_bufs, r_bufs = bufs",
         "    ready, empty, r_ready, r_empty, turn = bars",
     ]
     if second:
@@ -294,7 +331,7 @@ def module_text(
         lines += [
             "        mbarrier.wait(r_empty.index(j % 2), ((j // 2) & 1) ^ 1)",
             "        mbarrier.expect(r_ready.index(j % 2), r_tile.block_type.nbytes)",
-            "        tma_load(r_tile, [row, col], r_ready.index(j % 2), c_bufs.index(j % 2))",
+            "        tma_load(r_tile, [row, col], r_ready.index(j % 2), r_bufs.index(j % 2))",
         ]
     lines += [
         "",
@@ -303,7 +340,7 @@ def module_text(
         "def consume(ptrs, descs, bufs, bars, pid, programs, tiles, ME: gl.constexpr):",
         f"    {pointers}, = ptrs",
         f"    {', '.join(descs)}, = descs",
-        "    a_bufs, w_bufs, c_bufs = bufs",
+        "    a_bufs, w_bufs, c_bufs, r_bufs = bufs",
         "    ready, empty, r_ready, r_empty, turn = bars",
         "    buf = c_bufs.index(ME)",
         "    for j in range(ME, tiles, 2):",
@@ -322,13 +359,20 @@ def module_text(
         "        acc = warpgroup_mma_wait(0, deps=(acc,))",
         "        mbarrier.arrive(empty.index((j * KS + KS - 1) % STAGES))",
     ]
-    if residual:
+    if own_residual:
+        lines += [
+            "        mbarrier.wait(r_ready.index(ME), (j // 2) & 1)",
+            "        residual = r_bufs.index(ME).load(ACC)",
+            "        thread_barrier()  # every warp holds the tile before the loader refills its buffer",
+            "        mbarrier.arrive(r_empty.index(ME))",
+        ]
+    elif residual:  # in the buffer the output leaves through
         lines += ["        mbarrier.wait(r_ready.index(ME), (j // 2) & 1)", "        residual = buf.load(ACC)"]
-    else:
-        lines += ["        tma.store_wait(0)"]
+    if not residual or own_residual:
+        lines += ["        tma.store_wait(0)  # this consumer's last tile has left its buffer"]
     lines += [f"    {line}" for line in epilogue]
     lines += ["        buf.store(result)", "        fence_async_shared()", "        tma_store(o_tile, [off_m, off_n], buf)"]
-    if residual:
+    if residual and not own_residual:
         lines += ["        tma.store_wait(0)", "        mbarrier.arrive(r_empty.index(ME))"]
     lines += ["    tma.store_wait(0)"]
     for me in (0, 1):
@@ -347,6 +391,11 @@ def module_text(
         f"    a_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [STAGES, BLOCK_M, BLOCK_K], a_tile.layout)",
         f"    w_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [STAGES, BLOCK_N, BLOCK_K], w_tile.layout)",
         f"    c_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [2, BLOCK_M, BLOCK_N], o_tile.layout)",
+        *(
+            [f"    r_bufs = gl.allocate_shared_memory(gl.{GL_TYPES[plan.elem]}, [2, BLOCK_M, BLOCK_N], r_tile.layout)"]
+            if own_residual
+            else ["    r_bufs = c_bufs  # residual tiles, if any, come in the output's buffers"]
+        ),
         "    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    r_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())",
@@ -362,7 +411,7 @@ def module_text(
         "    pid = gl.program_id(0)",
         "    programs = gl.num_programs(0)",
         "    tiles = gl.cdiv(gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N) - pid, programs)",
-        f"    args = (({pointers},), ({', '.join(descs)},), (a_bufs, w_bufs, c_bufs), (ready, empty, r_ready, r_empty, turn), pid, programs, tiles)",
+        f"    args = (({pointers},), ({', '.join(descs)},), (a_bufs, w_bufs, c_bufs, r_bufs), (ready, empty, r_ready, r_empty, turn), pid, programs, tiles)",
         f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
         "",
     ]

@@ -59,15 +59,32 @@ RESNET_STAGE3_B32 = CONV_RESIDUAL
 for small, large in SIZES.items():
     RESNET_STAGE3_B32 = RESNET_STAGE3_B32.replace(small, large)
 """ResNet-50's stage-3 expansion at batch 32: 6272 pixels x 1024 channels, 392 tiles."""
+STAGE2 = {"2x5x7x16": "32x28x28x128", "2x16x5x7": "32x128x28x28", "24x16x1x1": "512x128x1x1"}
+STAGE2 |= {"1x24x1x1": "1x512x1x1", "2x24x5x7": "32x512x28x28", "2x5x7x24": "32x28x28x512"}
+RESNET_STAGE2_B32 = CONV_RESIDUAL
+for small, large in STAGE2.items():
+    RESNET_STAGE2_B32 = RESNET_STAGE2_B32.replace(small, large)
+"""Its stage-2 expansion (K = 128): the residual in buffers of its own."""
 CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "PINGPONG": 4}
+RESIDUAL_CONFIG = {**CONFIG, "PINGPONG": pingpong.RESIDUAL_STAGES}
+"""A kernel reading a residual tile of a short K keeps it in buffers of its own, beside
+fewer operand stages."""
+KERNELS = {"conv_residual": ("conv_residual", RESIDUAL_CONFIG), "residual_shared": ("conv_residual", CONFIG)}
+KERNELS["summed"] = ("summed", CONFIG)
+"""Each form of the kernel: the residual in buffers of its own and in the output's, and two
+products summed."""
 
 
-@pytest.mark.parametrize("ir", [RESNET_STAGE3_B32, summed(28, 512, 1024, 32, 2)], ids=["expansion", "summed"])
-def test_pingpong_configs_come_after_the_triton_tiles_on_hopper_only(ir: str) -> None:
+@pytest.mark.parametrize(
+    "ir, config",
+    [(RESNET_STAGE3_B32, CONFIG), (RESNET_STAGE2_B32, RESIDUAL_CONFIG), (summed(28, 512, 1024, 32, 2), CONFIG)],
+    ids=["expansion", "short-expansion", "summed"],
+)
+def test_pingpong_configs_come_after_the_triton_tiles_on_hopper_only(ir: str, config: dict) -> None:
     info = GroupInfo.of(fused_group(typed_program(ir, "f16", "stage3")))
     hopper = candidates(info, 90)
     offered = [c for c in hopper if "PINGPONG" in c]
-    assert offered == [CONFIG] and hopper[-1] == CONFIG
+    assert offered == [config] and hopper[-1] == config
     for elsewhere in (None, 80, 100):
         assert not any("PINGPONG" in c for c in candidates(info, elsewhere))
 
@@ -95,6 +112,17 @@ def test_a_3x3_convolution_is_not_offered_one() -> None:
     assert not any("PINGPONG" in c for c in candidates(info, 90))
 
 
+def test_a_residual_kernel_reads_its_tile_in_a_buffer_of_its_own_at_three_stages() -> None:
+    _, group = _group("conv_residual", "f16")
+    info = GroupInfo.of(group)
+    assert pingpong.plan_of(info).residual is not None
+    assert pingpong.plan_of(GroupInfo.of(_group("summed", "f16")[1])).residual is None
+    own = generate(group, RESIDUAL_CONFIG, info=info).text
+    shared = generate(group, CONFIG, info=info).text
+    assert "r_bufs = gl.allocate_shared_memory" in own and "residual = r_bufs.index(ME).load(ACC)" in own
+    assert "r_bufs = c_bufs" in shared and "residual = buf.load(ACC)" in shared
+
+
 def test_an_artifact_or_spec_config_names_its_stages() -> None:
     assert config_problem("PINGPONG", 4) is None
     assert "at least 2" in config_problem("PINGPONG", 1)
@@ -113,18 +141,19 @@ def test_translate_takes_tl_calls_to_gluon_and_refuses_what_gluon_lacks() -> Non
 
 BUILD = """
 import json, sys
-from tests.backends.triton.test_pingpong import CONFIG, _group
+from tests.backends.triton.test_pingpong import KERNELS, _group
 from dnnc.backends.triton import compiler
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.skeleton import GroupInfo
 
 built = {}
-for name in ("conv_residual", "summed"):
-    _, group = _group(name, "f16")
+for name, (case, config) in KERNELS.items():
+    _, group = _group(case, "f16")
     info = GroupInfo.of(group)
-    source = generate(group, CONFIG, info=info)
-    ptx = compiler.compile_for(source, compiler.cuda_target(90)).asm["ptx"]
-    built[name] = {"wgmma": "wgmma.mma_async" in ptx, "setmaxnreg": "setmaxnreg" in ptx,
+    source = generate(group, config, info=info)
+    compiled = compiler.compile_for(source, compiler.cuda_target(90))
+    ptx = compiled.asm["ptx"]
+    built[name] = {"wgmma": "wgmma.mma_async" in ptx, "setmaxnreg": "setmaxnreg" in ptx, "shared": compiled.metadata.shared,
                    "cp_async": "cp.async.ca" in ptx or "cp.async.cg" in ptx, "grid": list(source.grid),
                    "descriptors": [d.param for d in source.descriptors], "fallback": source.fallback is not None}
 print(json.dumps(built))
@@ -133,13 +162,16 @@ print(json.dumps(built))
 
 def test_pingpong_kernels_build_for_sm90_without_a_gpu(tmp_path: Path) -> None:
     built = compiled_json(BUILD, env={"DNNC_CACHE_DIR": str(tmp_path)}, timeout=600)
-    residual, both = built["conv_residual"], built["summed"]
+    residual, shared, both = built["conv_residual"], built["residual_shared"], built["summed"]
     assert residual["wgmma"] and residual["setmaxnreg"] and not residual["cp_async"]
     assert residual["descriptors"] == ["a_tile", "w_tile", "r_tile", "o_tile"]
     # the downsample's strided rows by cp.async; its weight by TMA
     assert both["wgmma"] and both["setmaxnreg"] and both["cp_async"]
     assert both["descriptors"] == ["a_tile", "w_tile", "v_tile", "o_tile"]
     assert residual["grid"] == [1, 1, 1] and residual["fallback"] and both["fallback"]
+    # an SM's shared memory for one block on Hopper: 227 KB
+    assert all(b["shared"] <= 227 * 1024 for b in (residual, shared, both))
+    assert shared["wgmma"] and shared["descriptors"] == residual["descriptors"]
 
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -147,16 +179,17 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(KERNELS))
 def test_pingpong_kernels_match_reference(name: str, dtype: str, rng: torch.Generator) -> None:
     if capability(DEVICE) != pingpong.CAPABILITY:
         pytest.skip("ping-pong kernels run on Hopper (sm_90) only")
-    program, _ = _group(name, dtype)
+    case, config = KERNELS[name]
+    program, _ = _group(case, dtype)
     inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
     (expected,) = ReferenceExecutor(program).run(inputs)
-    program, group = _group(name, dtype)
+    program, group = _group(case, dtype)
     info = GroupInfo.of(group)
-    kernel = TritonKernel(generate(group, CONFIG, info=info), DEVICE, 90, CONFIG)
+    kernel = TritonKernel(generate(group, config, info=info), DEVICE, 90, config)
     args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
     (y,) = group.outputs
     out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device=DEVICE)
@@ -184,7 +217,7 @@ def test_a_pingpong_kernel_runs_in_a_program_and_its_artifact_keeps_it(
 
     program = _program(rng)
     reference = ReferenceExecutor(program)
-    monkeypatch.setattr(launch, "spec_or_candidates", lambda info, capability=None: [CONFIG])
+    monkeypatch.setattr(launch, "spec_or_candidates", lambda info, capability=None: [RESIDUAL_CONFIG])
     with knobs.override(autotune=False):
         compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
     chosen = [s.kernel for s in compiled._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
@@ -196,7 +229,7 @@ def test_a_pingpong_kernel_runs_in_a_program_and_its_artifact_keeps_it(
         assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
     path = compiled.save(tmp_path / "pingpong.dnnc")
     records = json.loads(zipfile.ZipFile(path).read(f"kernels/{compiled.target}/triton.json"))
-    assert [r["config"].get("PINGPONG") for r in records] == [4] and "object" in records[0]
+    assert [r["config"].get("PINGPONG") for r in records] == [pingpong.RESIDUAL_STAGES] and "object" in records[0]
     monkeypatch.undo()
     loaded = dnnc.load(path)
     assert [s.kernel for s in loaded._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
