@@ -113,20 +113,14 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
 
     from dnnc.backends.triton.compiler import adopt, interpreting
     from dnnc.backends.triton.configs import merge_base, with_launch
-    from dnnc.backends.triton.launch import TritonKernel, capability_of, compile_group
+    from dnnc.backends.triton.launch import TritonKernel, capability_of
 
     info = GroupInfo.of(op)
     expected = len(op.body.block.args) + len(op.outputs) + gathers(op)  # a gathering kernel's index flag
     heuristic = merge_base(info)
     problem = _record_problem(record, info.kind, expected, heuristic)
     if problem is not None:
-        warnings.warn(
-            f"Triton group {ordinal} ({info.kind}, {expected} tensors): {problem}; compiling it with the heuristic config",
-            ArtifactWarning,
-            stacklevel=2,
-        )
-        with knobs.override(autotune=False):
-            return compile_group(op, context.device)
+        return _compiled_from_ir(op, context, f"Triton group {ordinal} ({info.kind}, {expected} tensors): {problem}")
     assert record is not None and record.config is not None
     config = {**heuristic, **record.config}
     interpret = interpreting()
@@ -134,14 +128,8 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
         regenerated = generate(op, config, interpret=interpret, info=info)
     except CodegenError as e:
         # a Gluon kernel this Triton (or the interpreter) cannot build: the recorded source is
-        # never run; the group is compiled from the IR
-        warnings.warn(
-            f"Triton group {ordinal} ({info.kind}): its recorded kernel cannot be built here ({e}); compiling it with the heuristic config",
-            ArtifactWarning,
-            stacklevel=2,
-        )
-        with knobs.override(autotune=False):
-            return compile_group(op, context.device)
+        # never run
+        return _compiled_from_ir(op, context, f"Triton group {ordinal} ({info.kind}): its recorded kernel cannot be built here ({e})")
     # A record is written by a GPU build, or by the interpreter in the tests: either form matches
     # (the other form is generated only when this one differs).
     if record.source != regenerated and record.source != _other_form(op, config, interpret, info):
@@ -165,6 +153,16 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
             f"version (this is Triton {triton.__version__}, dnnc {__version__}): compiling them here"
         )
     return TritonKernel(regenerated, context.device, capability, config)
+
+
+def _compiled_from_ir(op: Any, context: BuildContext, why: str) -> GroupKernel:
+    """The group compiled from the IR with its heuristic config, where its record cannot
+    rebuild it (``why``, said as a warning)."""
+    from dnnc.backends.triton.launch import compile_group
+
+    warnings.warn(f"{why}; compiling it with the heuristic config", ArtifactWarning, stacklevel=3)
+    with knobs.override(autotune=False):
+        return compile_group(op, context.device)
 
 
 def _other_form(op: Any, config: dict[str, int], interpret: bool, info: GroupInfo) -> KernelSource | None:

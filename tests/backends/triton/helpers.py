@@ -64,6 +64,34 @@ def run_with_triton(
     raise AssertionError("no func.return")
 
 
+def assert_group_kernel_matches_reference(
+    ir: str, dtype: str, config: dict[str, int], rng: torch.Generator, scales: dict[int, float] | None = None
+) -> None:
+    """``ir`` (one fused group, in ``dtype``) as the kernel ``config`` makes of it, against
+    the reference on fresh random inputs (input ``i`` times ``scales[i]``), launched twice on
+    the same buffers: a Gluon kernel's barriers start over. On the CUDA device."""
+    from dnnc.backends.reference.interpreter import ReferenceExecutor
+    from dnnc.backends.triton.kernels import generate
+    from dnnc.backends.triton.launch import TritonKernel
+    from dnnc.backends.triton.skeleton import GroupInfo
+    from tests.numerics import assert_matches
+
+    program = typed_program(ir, dtype, "group")
+    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
+    inputs = [x * (scales or {}).get(i, 1) for i, x in enumerate(inputs)]
+    (expected,) = ReferenceExecutor(program).run(inputs)
+    program = typed_program(ir, dtype, "group")
+    group = fused_group(program)
+    kernel = TritonKernel(generate(group, config, info=GroupInfo.of(group)), torch.device("cuda"), 90, config)
+    args = {a: x.cuda() for a, x in zip(program.entry.body.block.args, inputs)}
+    (y,) = group.outputs
+    out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device="cuda")
+    for _ in range(2):
+        out.fill_(float("nan"))
+        kernel.launch([args[v] for v in group.operands], [out])
+        assert_matches(out.cpu(), expected, TORCH_DTYPES[dtype], what=f"{config} ({dtype})")
+
+
 def typed_program(ir: str, dtype: str, name: str) -> Program:
     """``ir`` written for an element type ``T`` (``xT>``), in ``dtype``, without parameters."""
     return Program(parse_ir(ir.replace("xT>", f"x{dtype}>"), name), ParamStore())

@@ -17,10 +17,8 @@ from dnnc.backends.triton import pingpong
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
-from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import GroupInfo
-from dnnc.ir.types import element_of, shape_of, torch_dtype
-from tests.backends.triton.helpers import capability, fused_group, typed_program
+from tests.backends.triton.helpers import assert_group_kernel_matches_reference, capability, fused_group, typed_program
 from tests.backends.triton.test_tma import CONV_RESIDUAL
 from tests.bench.sm90_build import compiled_json
 from tests.numerics import assert_matches
@@ -184,19 +182,7 @@ def test_pingpong_kernels_match_reference(name: str, dtype: str, rng: torch.Gene
     if capability(DEVICE) != pingpong.CAPABILITY:
         pytest.skip("ping-pong kernels run on Hopper (sm_90) only")
     case, config = KERNELS[name]
-    program, _ = _group(case, dtype)
-    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
-    (expected,) = ReferenceExecutor(program).run(inputs)
-    program, group = _group(case, dtype)
-    info = GroupInfo.of(group)
-    kernel = TritonKernel(generate(group, config, info=info), DEVICE, 90, config)
-    args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
-    (y,) = group.outputs
-    out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device=DEVICE)
-    for _ in range(2):  # a second launch on the same buffers: the barriers start over
-        out.fill_(float("nan"))
-        kernel.launch([args[v] for v in group.operands], [out])
-        assert_matches(out.cpu(), expected, DTYPES[dtype], what=f"{name} ({dtype})")
+    assert_group_kernel_matches_reference(CASES[case], dtype, config, rng)
 
 
 @pytest.mark.gpu

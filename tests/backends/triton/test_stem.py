@@ -17,10 +17,9 @@ from dnnc.backends.triton import stem
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
-from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import GroupInfo
-from dnnc.ir.types import element_of, shape_of, torch_dtype
-from tests.backends.triton.helpers import capability, fused_group, typed_program
+from dnnc.ir.types import shape_of
+from tests.backends.triton.helpers import assert_group_kernel_matches_reference, capability, fused_group, typed_program
 from tests.bench.sm90_build import compiled_json
 from tests.numerics import assert_matches
 
@@ -172,21 +171,7 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 def test_stem_kernels_match_reference(name: str, dtype: str, rng: torch.Generator) -> None:
     if capability(DEVICE) != stem.CAPABILITY or not stem.available():
         pytest.skip("the stem kernel runs on Hopper (sm_90) with a Triton that builds it")
-    program = typed_program(CASES[name], dtype, name)
-    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
-    inputs[1] = inputs[1] / 8
-    (expected,) = ReferenceExecutor(program).run(inputs)
-    program = typed_program(CASES[name], dtype, name)
-    group = fused_group(program)
-    info = GroupInfo.of(group)
-    kernel = TritonKernel(generate(group, CONFIG, info=info), DEVICE, 90, CONFIG)
-    args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
-    (y,) = group.outputs
-    out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device=DEVICE)
-    for _ in range(2):  # a second launch on the same buffers: the barriers start over
-        out.fill_(float("nan"))
-        kernel.launch([args[v] for v in group.operands], [out])
-        assert_matches(out.cpu(), expected, DTYPES[dtype], what=f"{name} ({dtype})")
+    assert_group_kernel_matches_reference(CASES[name], dtype, CONFIG, rng, scales={1: 1 / 8})
 
 
 STEM_PROGRAM = """func.func @forward(%x: tensor<4x3x64x64xf16>) -> tensor<4x64x32x32xf16> {
