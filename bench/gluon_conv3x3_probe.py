@@ -20,6 +20,12 @@ ring of operand stages, two consumer warpgroups take tiles in turn, so one's epi
 beside the other's product. A patch rounds an image's side up to BH / BW: 56 x 56 in
 8 x 16 patches computes 56 x 64 (12.5% more), 14 x 14 in 8 x 16 computes 16 x 16 (31%).
 
+First run (H200, Triton 3.6, ``bench/results/gluon-conv3x3-2026-11-29-h200*.json``): at
+batch 32 4-9% faster than dnnc's tuned cuDNN plan on the 56x56, 28x28 and 14x14 maps
+(22.7 / 16.7 / 15.9 us against 23.8 / 17.5 / 17.4), slower on 7x7 and at batch 128 (the
+patches' rounding: 31% more work at 14x14). TMA's im2col mode would remove the rounding;
+Triton 3.9's Gluon has it, 3.6 does not.
+
 Every kernel's result is checked against float32 first, then timed as a CUDA-graph replay
 (``dnnc.timing.device_time_ms``), beside torch's cuDNN convolution (channels-last, fp16,
 bias, ReLU) in the same run. Run on the GPU: ``python bench/gluon_conv3x3_probe.py``
