@@ -12,10 +12,10 @@ consumer warpgroups that take tiles in turn, their K loops one after the other (
 ``turn`` barrier: a stage's barrier is then never waited on more than one phase ahead),
 so one warpgroup's epilogue runs while the other multiplies. A consumer's output leaves
 through a buffer of its own, waited on before its next tile's epilogue; where K is short a
-residual comes in another buffer, freed as soon as it is read (``RESIDUAL_STAGES``). On an H200 that ran
-ResNet-50's stage 3-4 expansions at batch 128 15-18% faster than the Triton TMA tile and
-the blocks' summed expansion + downsample 5-34% faster at batches 32 and 128
-(``bench/gluon_gemm_probe.py``, ``bench/results/gluon-*-2026-11-29-h200.json``).
+residual comes in another buffer, freed as soon as it is read (``RESIDUAL_STAGES``). On
+an H200 that ran ResNet-50's stage 3-4 expansions at batch 128 15-18% faster than the
+Triton TMA tile and the blocks' summed expansion + downsample 5-34% faster at batches 32
+and 128 (``bench/gluon_gemm_probe.py``, ``bench/results/gluon-*-2026-11-29-h200.json``).
 
 The epilogue is the one ``KernelEmitter`` writes for the group (``kernels._pingpong``),
 its ``tl.`` calls taken to their ``gl.`` twins (``translate``); this module writes the
