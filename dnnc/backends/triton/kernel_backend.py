@@ -129,7 +129,9 @@ def _rebuild(op: Any, ordinal: int | None, record: TritonRecord | None, context:
     except CodegenError as e:
         # a Gluon kernel this Triton (or the interpreter) cannot build: the recorded source is
         # never run
-        return _compiled_from_ir(op, context, f"Triton group {ordinal} ({info.kind}): its recorded kernel cannot be built here ({e})")
+        return _compiled_from_ir(
+            op, context, f"Triton group {ordinal} ({info.kind}): its recorded kernel cannot be built here ({e})"
+        )
     # A record is written by a GPU build, or by the interpreter in the tests: either form matches
     # (the other form is generated only when this one differs).
     if record.source != regenerated and record.source != _other_form(op, config, interpret, info):
