@@ -51,25 +51,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-# Triton 3.6 names these async_copy_* and thread_barrier; later versions async_load /
-# async_store and barrier.
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-
-if hasattr(gl.shared_memory_descriptor, "reinterpret"):
-
-    @gluon.jit
-    def _viewed(view, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """``view``'s memory as ``shape`` in ``layout`` (Triton 3.9's name)."""
-        return view.reinterpret(dtype, shape, layout)
-
-else:
-
-    @gluon.jit
-    def _viewed(view, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """``view``'s memory as ``shape`` in ``layout`` (Triton 3.6's name)."""
-        return view._reinterpret(dtype, shape, layout)
-
+from bench.gluon_names import tma_load as _tma_load
+from bench.gluon_names import tma_store as _tma_store
+from bench.gluon_names import viewed as _viewed
 
 BK = 64
 """Input channels a K step: a box's row is 128 bytes, the 128-byte swizzle's width."""

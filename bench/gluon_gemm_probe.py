@@ -44,12 +44,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-# Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store only.
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-# and Triton 3.6's thread_barrier is barrier later, its cp.async copy async_load.
-_copy_rows = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
-_thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+from bench.gluon_names import copy_rows as _copy_rows
+from bench.gluon_names import thread_barrier as _thread_barrier
+from bench.gluon_names import tma_load as _tma_load
+from bench.gluon_names import tma_store as _tma_store
 
 SHAPES = {
     "s1": (128 * 56 * 56, 256, 64),

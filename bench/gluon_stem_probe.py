@@ -46,30 +46,13 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
-    tma,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
 
-# Triton 3.6 names the TMA load async_copy_global_to_shared, and thread_barrier barrier;
-# later versions async_load and barrier.
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-_thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
-
-if hasattr(gl.shared_memory_descriptor, "reinterpret"):
-
-    @gluon.jit
-    def _viewed(view, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """``view``'s memory as ``shape`` in ``layout`` (Triton 3.9's name)."""
-        return view.reinterpret(dtype, shape, layout)
-
-else:
-
-    @gluon.jit
-    def _viewed(view, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
-        """``view``'s memory as ``shape`` in ``layout`` (Triton 3.6's name)."""
-        return view._reinterpret(dtype, shape, layout)
-
+from bench.gluon_names import thread_barrier as _thread_barrier
+from bench.gluon_names import tma_load as _tma_load
+from bench.gluon_names import viewed as _viewed
 
 CELLS = 115
 """Cells a side: the 224-pixel image padded by 3 on each side (230) in 2 x 2 cells."""
