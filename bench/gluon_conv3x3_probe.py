@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 
 import triton
 from triton.experimental import gluon
@@ -51,9 +50,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_names import tma_load as _tma_load
-from bench.gluon_names import tma_store as _tma_store
-from bench.gluon_names import viewed as _viewed
+from bench.gluon_common import built_summary
+from bench.gluon_common import tma_load as _tma_load
+from bench.gluon_common import tma_store as _tma_store
+from bench.gluon_common import viewed as _viewed
 
 BK = 64
 """Input channels a K step: a box's row is 128 bytes, the 128-byte swizzle's width."""
@@ -275,25 +275,13 @@ def compile_only() -> dict[str, dict]:
             except Exception as e:
                 out[name] = {"built": False, "error": str(e)[-900:]}
                 continue
-            out[name] = _built(compiled)
+            out[name] = built_summary(compiled)
     return out
 
 
 def _name(shape: str, config: tuple[int, int, int, int]) -> str:
     bh, bw, bn, stages = config
     return f"{shape}_{bh}x{bw}_n{bn}_s{stages}"
-
-
-def _built(compiled) -> dict:
-    ptx = compiled.asm["ptx"]
-    return {
-        "built": True,
-        "shared": compiled.metadata.shared,
-        "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
-        "tma": sorted(set(re.findall(r"cp\.async\.bulk\.tensor\.(\dd)", ptx))),
-        "setmaxnreg": "setmaxnreg" in ptx,
-        "registers_spilled": ".local" in ptx,
-    }
 
 
 def probe(shape: str, batch: int, sms: int) -> dict:

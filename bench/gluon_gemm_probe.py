@@ -44,10 +44,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_names import copy_rows as _copy_rows
-from bench.gluon_names import thread_barrier as _thread_barrier
-from bench.gluon_names import tma_load as _tma_load
-from bench.gluon_names import tma_store as _tma_store
+from bench.gluon_common import copy_rows as _copy_rows
+from bench.gluon_common import thread_barrier as _thread_barrier
+from bench.gluon_common import tma_load as _tma_load
+from bench.gluon_common import tma_store as _tma_store
 
 SHAPES = {
     "s1": (128 * 56 * 56, 256, 64),

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 
 import triton
 from triton.experimental import gluon
@@ -50,9 +49,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_names import thread_barrier as _thread_barrier
-from bench.gluon_names import tma_load as _tma_load
-from bench.gluon_names import viewed as _viewed
+from bench.gluon_common import built_summary
+from bench.gluon_common import thread_barrier as _thread_barrier
+from bench.gluon_common import tma_load as _tma_load
+from bench.gluon_common import viewed as _viewed
 
 CELLS = 115
 """Cells a side: the 224-pixel image padded by 3 on each side (230) in 2 x 2 cells."""
@@ -332,7 +332,7 @@ def compile_only() -> dict[str, dict]:
         except Exception as e:
             out[name] = {"built": False, "error": str(e)[-900:]}
             continue
-        out[name] = _built(compiled)
+        out[name] = built_summary(compiled)
     for bh, stages, per_sm, regs in IMAGE_CONFIGS:
         signature = {
             "image": "*fp16",
@@ -355,25 +355,13 @@ def compile_only() -> dict[str, dict]:
         except Exception as e:
             out[name] = {"built": False, "error": str(e)[-900:]}
             continue
-        out[name] = _built(compiled)
+        out[name] = built_summary(compiled)
     return out
 
 
 def _image_options(per_sm: int) -> dict:
     """8 warps a program: 128 registers a thread lets two programs share an SM."""
     return {"num_warps": 4, "maxnreg": 128 if per_sm == 2 else 168}
-
-
-def _built(compiled) -> dict:
-    ptx = compiled.asm["ptx"]
-    return {
-        "built": True,
-        "shared": compiled.metadata.shared,
-        "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
-        "tma": sorted(set(re.findall(r"cp\.async\.bulk\.tensor\.(\dd)", ptx))),
-        "setmaxnreg": "setmaxnreg" in ptx,
-        "registers_spilled": ".local" in ptx,
-    }
 
 
 def probe(batch: int, sms: int) -> dict:
