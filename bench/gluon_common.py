@@ -2,13 +2,18 @@
 hand (Triton 3.6, the device image's, names the TMA copies ``async_copy_*``, the
 ``cp.async`` copy ``async_copy_global_to_shared``, the warp barrier ``thread_barrier`` and a
 shared-memory reinterpret ``_reinterpret``; later versions ``async_load`` / ``async_store``,
-``barrier`` and ``reinterpret``), and what a kernel built for sm_90 holds."""
+``barrier`` and ``reinterpret``), what a kernel built for sm_90 holds, and how a probe's
+run starts and keeps its results."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from collections.abc import Callable
 from typing import Any
 
+import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
@@ -46,3 +51,23 @@ def built_summary(compiled: Any) -> dict[str, Any]:
         "setmaxnreg": "setmaxnreg" in ptx,
         "registers_spilled": ".local" in ptx,
     }
+
+
+def printed_builds(compile_only: Callable[[], dict[str, dict]]) -> None:
+    """``--compile-only``: every config's build, one line each."""
+    for name, result in compile_only().items():
+        print(name, result)
+
+
+def gpu_run() -> tuple[int, dict[str, Any]]:
+    """The GPU's SM count and a result that starts with the device and the versions."""
+    import torch
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return sms, {"device": torch.cuda.get_device_name(), "versions": {"torch": torch.__version__, "triton": triton.__version__}}
+
+
+def kept(found: dict[str, Any], name: str) -> None:
+    """``found`` written to ``$OUT/name`` (after each row: a call's time limit keeps what ran)."""
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), name), "w") as f:
+        json.dump(found, f, indent=1)

@@ -36,8 +36,6 @@ without a GPU and prints what each kernel's PTX holds or why it failed (Triton 3
 from __future__ import annotations
 
 import argparse
-import json
-import os
 
 import triton
 from triton.experimental import gluon
@@ -50,7 +48,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_common import built_summary
+from bench.gluon_common import built_summary, gpu_run, kept, printed_builds
 from bench.gluon_common import tma_load as _tma_load
 from bench.gluon_common import tma_store as _tma_store
 from bench.gluon_common import viewed as _viewed
@@ -342,19 +340,14 @@ def main() -> None:
     ap.add_argument("--compile-only", action="store_true", help="build every config for sm_90, no GPU needed")
     args = ap.parse_args()
     if args.compile_only:
-        for name, result in compile_only().items():
-            print(name, result)
+        printed_builds(compile_only)
         return
-    import torch
-
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    found: dict = {"device": torch.cuda.get_device_name(), "versions": {"torch": torch.__version__, "triton": triton.__version__}}
+    sms, found = gpu_run()
     for batch in (int(b) for b in args.batches.split(",")):
         for shape in args.shapes.split(","):
             found[f"{shape}-b{batch}"] = row = probe(shape, batch, sms)
             print(batch, {k: v for k, v in row.items() if k != "kernels"}, flush=True)
-            with open(os.path.join(os.environ.get("OUT", "/tmp"), args.out), "w") as f:
-                json.dump(found, f, indent=1)
+            kept(found, args.out)
 
 
 if __name__ == "__main__":

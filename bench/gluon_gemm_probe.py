@@ -28,8 +28,6 @@ kernel's PTX holds or why it failed.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 
 import triton
@@ -45,6 +43,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from bench.gluon_common import copy_rows as _copy_rows
+from bench.gluon_common import gpu_run, kept, printed_builds
 from bench.gluon_common import thread_barrier as _thread_barrier
 from bench.gluon_common import tma_load as _tma_load
 from bench.gluon_common import tma_store as _tma_store
@@ -781,24 +780,18 @@ def main() -> None:
     ap.add_argument("--compile-only", action="store_true", help="compile every config for sm_90, no GPU needed")
     args = ap.parse_args()
     if args.compile_only:
-        for name, result in compile_only().items():
-            print(name, result)
+        printed_builds(compile_only)
         return
-    import torch
-
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    out: dict = {"device": torch.cuda.get_device_name(), "versions": {"torch": torch.__version__, "triton": triton.__version__}}
+    sms, out = gpu_run()
     for name in [s for s in args.summed.split(",") if s]:
         out[name] = row = probe_summed(*SUMMED_SHAPES[name], sms)
         print(name, {k: v for k, v in row.items() if k not in ("dnnc", "gluon")}, flush=True)
-        with open(os.path.join(os.environ.get("OUT", "/tmp"), args.out), "w") as f:
-            json.dump(out, f, indent=1)
-    for name in [s for s in args.shapes.split(",") if s]:  # written after each shape: a call's time limit keeps what ran
+        kept(out, args.out)
+    for name in [s for s in args.shapes.split(",") if s]:
         regs = tuple(int(x) for x in args.regs.split(","))
         out[name] = row = probe(*SHAPES[name], sms, tuple(args.kernels.split(",")), regs)
         print(name, {k: v for k, v in row.items() if k != "kernels"}, flush=True)
-        with open(os.path.join(os.environ.get("OUT", "/tmp"), args.out), "w") as f:
-            json.dump(out, f, indent=1)
+        kept(out, args.out)
 
 
 if __name__ == "__main__":
