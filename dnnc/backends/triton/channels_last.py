@@ -28,7 +28,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dnnc.backends.triton import stem
+from dnnc.backends.triton import boxes, stem
 from dnnc.backends.triton.configs import split_k
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.backends.triton.skeleton import product_sizes
@@ -54,10 +54,15 @@ def hands_channels_last(op: Operation) -> bool:
     A network's stem that a ``stem`` kernel computes is handed channels-last too: that
     kernel stores a pixel's channels at a time, and the max pool after ResNet's stem runs
     NHWC -> NHWC in 19 us at batch 32 on an H200, against 32-37 reading NCHW and storing
-    NHWC for the convolutions after it."""
+    NHWC for the convolutions after it.
+
+    So is a 3x3 convolution that a ``boxes`` kernel computes (``boxes.offered``): that
+    kernel reads its input and stores its output as NHWC boxes, and is offered first on
+    Hopper. On another GPU such a convolution is a Triton tile reading and storing NHWC
+    (measured only on Hopper: not measured there)."""
     if not is_ungrouped_conv(op) or PART_ATTR not in op.attributes or not op.result.uses:
         return False
-    if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)) and not stem.fits(op):
+    if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)) and not stem.fits(op) and not boxes.offered(op):
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
 

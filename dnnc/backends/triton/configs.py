@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from dnnc import knobs
-from dnnc.backends.triton import pingpong, stem
+from dnnc.backends.triton import boxes, pingpong, stem
 from dnnc.backends.triton.layout import load_axis, tile_axes
 from dnnc.backends.triton.ops import is_channelwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
@@ -38,14 +38,18 @@ CONFIG_KEYS = (
     "PDL",
     "PINGPONG",
     "STEM",
+    "BOXES",
+    "BOX_H",
     "num_warps",
     "num_stages",
 )
-OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "STEM", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "STEM", "BOXES", "BOX_H", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
 options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
 ``PINGPONG`` (a Gluon kernel of that many operand stages, ``pingpong``), ``STEM`` (a
 stem convolution as a Gluon kernel on cells of the image with that many stages, ``stem``),
+``BOXES`` and ``BOX_H`` (a 3x3 convolution as a Gluon kernel on TMA boxes of the image, that
+many stages, ``BLOCK_M`` pixels in ``BOX_H`` rows a tile, ``boxes``),
 ``SPLIT_K`` (a product's K cut into that many slices, each its own programs) and
 ``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
 PDL_CAPABILITY = 90
@@ -95,6 +99,10 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} stages: at most 8"
     if key == "PINGPONG" and value < 2:
         return f"{value} stage: a ping-pong ring needs at least 2 (one read by a product in flight, one loading)"
+    if key == "BOXES" and not 2 <= value <= 8:
+        return f"{value} stages: a box kernel takes 2 to 8"
+    if key == "BOX_H" and (value & (value - 1) or value > 128):
+        return f"{value} rows: a box kernel's patch has a power of two up to 128"
     if key == "STEM" and not 2 <= value <= 4:
         return f"{value} stages: a stem kernel takes 2 to 4 (shared memory holds 4 copies of a tile each)"
     return None
@@ -360,7 +368,12 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         pointer_tiles = (c for c in product(m, n, k, False, batch) if "SPLIT_K" not in c)
         return _unique([*summed_tiles, *pointer_tiles, *pingpong_configs(info, capability)])
     with_tma = capability is not None and capability >= TMA_CAPABILITY and operands(op, info.group) is not None
-    return [*stem_configs(info, capability), *product(m, n, k, with_tma, batch), *pingpong_configs(info, capability)]
+    return [
+        *stem_configs(info, capability),
+        *box_configs(info, capability),
+        *product(m, n, k, with_tma, batch),
+        *pingpong_configs(info, capability),
+    ]
 
 
 def stem_configs(info: GroupInfo, capability: int | None) -> list[Config]:
@@ -386,6 +399,32 @@ def pingpong_configs(info: GroupInfo, capability: int | None) -> list[Config]:
     return [
         {"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "PINGPONG": pingpong.stages_for(plan, s)}
         for m, n, k, s in pingpong.TILES
+    ]
+
+
+def box_configs(info: GroupInfo, capability: int | None) -> list[Config]:
+    """The ``boxes`` kernel of a stride-1 3x3 convolution on Hopper where its group can be
+    one and a patch of 128 pixels wastes little (``boxes.patch_for``), first: the
+    partitioner times a Triton group with its first config (``partition.pricing``), and
+    Triton's windowed tiles ran ResNet's 3x3 convolutions far slower than cuDNN, so with
+    them first the group was never chosen to be tuned (ResNet-50 at batch 32 on an H200:
+    no box kernel in the program when it came after them)."""
+    if capability != boxes.CAPABILITY or not pingpong.available():
+        return []
+    plan = boxes.plan_of(info)
+    patch = None if plan is None else boxes.patch_for(plan)
+    if plan is None or patch is None:
+        return []
+    bn = plan.block_n
+    return [
+        {
+            "BLOCK_M": 128,
+            "BLOCK_N": bn,
+            "BLOCK_K": boxes.BLOCK_K,
+            "num_warps": 4,
+            "BOXES": boxes.stages_for(plan),
+            "BOX_H": patch[0],
+        }
     ]
 
 

@@ -32,7 +32,9 @@ epilogues (elementwise ops after it) fuse by construction:
   ``PINGPONG`` in its config a 1x1 convolution (summed or not) is a Gluon kernel instead:
   persistent programs whose warpgroups take tiles in turn (``pingpong``, ``_pingpong``).
   With ``STEM`` a stride-2 convolution of an NCHW image of at most 4 channels is a Gluon
-  kernel on 2 x 2 cells of the image (``stem``, ``_stem``).
+  kernel on 2 x 2 cells of the image (``stem``, ``_stem``). With ``BOXES`` a stride-1
+  3x3 convolution of a channels-last input is a Gluon kernel whose operand tiles are 4-D
+  TMA boxes of the image (``boxes``, ``_boxes``).
 * ``attention``: a program owns ``BLOCK_M`` query rows of one (batch, head) and
   loops over the keys ``BLOCK_N`` at a time with an online softmax (running row
   max and sum in float32, the accumulator rescaled as the max grows), so the scores
@@ -53,7 +55,7 @@ from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
-from dnnc.backends.triton import pingpong, stem, tma
+from dnnc.backends.triton import boxes, pingpong, stem, tma
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Columns, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
@@ -767,6 +769,73 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
     return source
 
 
+# 3x3 convolutions on 4-D TMA boxes of the image (``boxes``) -----------------------------
+
+
+def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    """``info``'s group as a ``boxes`` kernel: the partitions ``boxes`` writes around the
+    epilogue the emitter writes for the group, its output stored through TMA a patch at a
+    time."""
+    op = info.anchor
+    assert op is not None
+    plan = boxes.plan_of(info)
+    if interpret or plan is None or not pingpong.available():
+        raise CodegenError(
+            f"{op.name}: a box kernel needs sm_90, Gluon and a stride-1 3x3 float16/bfloat16 convolution "
+            "of a channels-last input of channels a multiple of 64 into a multiple of 64"
+        )
+    bh, bw = boxes.patch_of(config)
+    bn = config["BLOCK_N"]
+    if bh * bw != 128 or bn not in (64, 128) or config["BLOCK_K"] != boxes.BLOCK_K:
+        raise CodegenError(f"{op.name}: a box kernel's tile is 128 pixels by 64 or 128 channels, K 64 a step")
+    pointers, signature, outs = pointer_names(info)
+    em = KernelEmitter(pointers, False)
+    nb, o, ho, wo = shape_of(op.results[0])
+    # a tile's positions from its patch's origin (``boxes.module_text``): rows are the
+    # patch's pixels, BOX_W a row
+    em.line("pid_b = 0")
+    em.line("pix = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, ACC))[:, None]")
+    em.line("rn = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC))[None, :]")
+    em.line("n_i = tile_n")
+    em.line("ho_i = tile_y + pix // BOX_W")
+    em.line("wo_i = tile_x + pix % BOX_W")
+    em.line(f"p_i = ho_i * {wo} + wo_i")
+    em.line(f"rm = n_i * {ho * wo} + p_i")
+    em.line("o_i = rn")
+    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
+    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
+    em.line(f"cmask = (ho_i < {ho}) & (wo_i < {wo}) & (rn < {o})")
+    out_ix = Index(shape_of(op.results[0]), dims=("n_i", "o_i", "ho_i", "wo_i"))
+    em.anchors[op.results[0]] = (out_ix, "acc")
+    em.tile = "(BLOCK_M, BLOCK_N)"
+    em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {o}")
+    shape, dims = tma.output_tile(op)
+    tile_ix = Index(shape, dims=dims)
+    stored: list[int] = []
+
+    def store(i: int, y: SSAValue, ix: Index) -> bool:
+        if stored or ix != tile_ix or element_name(element_of(y)) != plan.elem:
+            return False
+        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{pingpong.GL_TYPES[plan.elem]})")
+        stored.append(i)
+        return True
+
+    store_outputs(em, info, outs, out_ix, "cmask", store)
+    if not stored:
+        raise CodegenError(f"{op.name}: a box kernel stores its output channels-last as whole tiles")
+    epilogue = pingpong.translate(em.lines)
+    descriptors = boxes.descriptors(plan, (bh, bw), bn)
+    for d in descriptors:
+        signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
+    name = f"dnnc_{info.kind}_boxes"
+    text = boxes.module_text(described(info), name, plan, (bh, bw, bn, config["BOXES"]), epilogue)
+    options = {"num_warps": 4, "maxnreg": boxes.MAXNREG}
+    source = KernelSource(info.kind, name, text, signature, boxes.grid(plan, (bh, bw), bn), options, descriptors)
+    plain = {key: v for key, v in config.items() if key not in ("BOXES", "BOX_H", "PDL")}
+    source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
+    return source
+
+
 # A network's first convolution on cells of the image (``stem``) ----------------------------
 
 
@@ -833,6 +902,8 @@ def generate(
         return _stem(info, config, interpret)
     if config.get("PINGPONG"):
         return _pingpong(info, config, interpret)
+    if config.get("BOXES"):
+        return _boxes(info, config, interpret)
     return _product(info, config, interpret)
 
 

@@ -26,6 +26,7 @@ are built for sm_90 only and checked numerically on the GPU.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 
@@ -434,21 +435,23 @@ def descriptors(plan: Plan, tile: tuple[int, int, int, int], residual: int | Non
     return tuple(found)
 
 
-def descriptor_type(elem: str, block: tuple[int, int]) -> str:
+def descriptor_type(elem: str, block: tuple[int, ...]) -> str:
     """The signature type of a Gluon descriptor over ``elem`` (``f16`` / ``bf16``) tiles of
     ``block``, its shared layout the swizzle TMA and wgmma share."""
-    return f"tensordesc<{tma.DESCRIPTOR_TYPES[elem]}[{block[0]}, {block[1]}],{_shared_layout(GL_TYPES[elem], block)!r}>"
+    dims = ", ".join(map(str, block))
+    return f"tensordesc<{tma.DESCRIPTOR_TYPES[elem]}[{dims}],{_shared_layout(GL_TYPES[elem], block)!r}>"
 
 
-def descriptor(tensor, shape: tuple[int, int], block: tuple[int, int]):
-    """The launch's Gluon descriptor over ``tensor`` as a row-major ``shape`` matrix."""
+def descriptor(tensor, shape: tuple[int, ...], block: tuple[int, ...]):
+    """The launch's Gluon descriptor over ``tensor`` as a row-major ``shape`` array."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     layout = _shared_layout(str(tensor.dtype).removeprefix("torch."), block)
-    return TensorDescriptor(tensor, list(shape), [shape[1], 1], list(block), layout)
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    return TensorDescriptor(tensor, list(shape), strides, list(block), layout)
 
 
-def _shared_layout(dtype: str, block: tuple[int, int]):
+def _shared_layout(dtype: str, block: tuple[int, ...]):
     """Gluon's default swizzled layout for ``block`` tiles of ``dtype`` (``float16`` / ``bfloat16``)."""
     from triton.experimental.gluon import language as gl
 

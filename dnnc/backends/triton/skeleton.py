@@ -27,11 +27,12 @@ class TileDescriptor:
     param: str
     tensor: int
     """Position of the tensor among the launch's tensors (inputs, then outputs)."""
-    shape: tuple[int, int]
-    """The tensor as a row-major matrix (rows, columns)."""
-    block: tuple[int, int]
+    shape: tuple[int, ...]
+    """The tensor as a row-major array: a matrix (rows, columns), or (a Gluon kernel's,
+    ``boxes``) an NHWC image."""
+    block: tuple[int, ...]
     gluon: bool = False
-    """A Gluon kernel's (``pingpong``): its descriptor carries the shared-memory layout."""
+    """A Gluon kernel's (``pingpong``, ``boxes``): its descriptor carries the shared-memory layout."""
 
 
 @dataclass

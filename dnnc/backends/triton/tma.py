@@ -66,7 +66,8 @@ def _own_arg(v: SSAValue, group: tcp.IsolatedGroupOp) -> BlockArgument | None:
     return v if isinstance(v, BlockArgument) and v.owner is group.body.block else None
 
 
-def _transposed_arg(v: SSAValue, perm: tuple[int, ...], group: tcp.IsolatedGroupOp) -> BlockArgument | None:
+def transposed_arg(v: SSAValue, perm: tuple[int, ...], group: tcp.IsolatedGroupOp) -> BlockArgument | None:
+    """The block argument ``v`` is, transposed by ``perm`` in ``group``, or None."""
     op = v.owner
     if isinstance(op, tcp.TransposeOp) and op.parent_block() is group.body.block and tuple(ints(op.permutation)) == perm:
         return _own_arg(op.input, group)
@@ -79,7 +80,7 @@ def _matrix(v: SSAValue, group: tcp.IsolatedGroupOp, k_last: bool) -> Operand | 
     if arg is not None:
         rows, cols = shape_of(arg)
         return Operand(arg, (rows, cols), k_last)
-    arg = _transposed_arg(v, (1, 0), group)
+    arg = transposed_arg(v, (1, 0), group)
     if arg is not None:
         rows, cols = shape_of(arg)
         return Operand(arg, (rows, cols), not k_last)
@@ -90,7 +91,7 @@ def _conv_input(op: tcp.Conv2dOp, group: tcp.IsolatedGroupOp) -> Operand | None:
     """The input of a 1x1 convolution as pixels x channels: a channels-last tensor brought
     back to NCHW in the kernel, or an NCHW tensor of one pixel per image."""
     nb, c, h, w = shape_of(op.input)
-    arg = _transposed_arg(op.input, TO_NCHW, group)
+    arg = transposed_arg(op.input, TO_NCHW, group)
     if arg is None and h * w == 1:
         arg = _own_arg(op.input, group)
     return None if arg is None else Operand(arg, (nb * h * w, c), True)

@@ -5,6 +5,7 @@ TRITON_INTERPRET=1, or CUDA). A stand-in for the real executor, for tests only."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from xdsl.dialects import func
@@ -120,3 +121,53 @@ def windowed_conv(n: int, h: int, c: int, o: int, dtype: str, rng: torch.Generat
     params.add("w", (torch.randn(o, c, 3, 3, generator=rng) / 8).to(TORCH_DTYPES[dtype]))
     params.add("b", torch.randn(1, o, 1, 1, generator=rng).to(TORCH_DTYPES[dtype]))
     return Program(parse_ir(conv(h, c, o, n, stride=stride, dtype=dtype), "window"), params)
+
+
+def replayed_saved_and_loaded(
+    program: Program,
+    shapes: Sequence[tuple[int, ...]],
+    key: str,
+    rng: torch.Generator,
+    path: Path,
+    config: dict[str, int] | None = None,
+) -> list[dict]:
+    """``program`` (float16 inputs of ``shapes``) compiled for the CUDA device with one
+    kernel whose config has ``key`` (``config`` given to every Triton group, else each
+    group's first heuristic config), replayed on new inputs against the reference, saved
+    to ``path`` and loaded again (the kernel still there, the result the same). Returns the
+    artifact's Triton records."""
+    import json
+    import zipfile
+
+    import dnnc
+    from dnnc import knobs
+    from dnnc.backends.reference.interpreter import ReferenceExecutor
+    from dnnc.backends.triton import launch
+    from dnnc.compiled import CompiledModule
+    from dnnc.report import CompileReport
+    from dnnc.runtime.gpu_executor import GpuExecutor
+    from tests.numerics import assert_matches
+
+    def keyed(module: CompiledModule) -> list:
+        return [s.kernel for s in module._executor.steps if getattr(s.kernel, "config", {}).get(key)]
+
+    reference = ReferenceExecutor(program)
+    first = launch.spec_or_candidates
+    if config is not None:
+        launch.spec_or_candidates = lambda info, capability=None: [config]
+    try:
+        with knobs.override(autotune=False):
+            compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
+    finally:
+        launch.spec_or_candidates = first
+    assert len(keyed(compiled)) == 1, f"one kernel with {key}"
+    for _ in range(3):  # the captured program replayed on new inputs
+        inputs = [torch.randn(s, generator=rng).half() for s in shapes]
+        want = reference.run(inputs)[0]
+        assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
+    saved = compiled.save(path)
+    records = json.loads(zipfile.ZipFile(saved).read(f"kernels/{compiled.target}/triton.json"))
+    loaded = dnnc.load(saved)
+    assert keyed(loaded), f"the loaded program keeps its kernel with {key}"
+    assert_matches(loaded(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
+    return records

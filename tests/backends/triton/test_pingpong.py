@@ -5,23 +5,26 @@ computes in both float types."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 
 from bench.split_k_probe import summed
-from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import pingpong
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.skeleton import GroupInfo
-from tests.backends.triton.helpers import assert_group_kernel_matches_reference, capability, fused_group, typed_program
+from tests.backends.triton.helpers import (
+    assert_group_kernel_matches_reference,
+    capability,
+    fused_group,
+    replayed_saved_and_loaded,
+    typed_program,
+)
 from tests.backends.triton.test_tma import CONV_RESIDUAL
 from tests.bench.sm90_build import compiled_json
-from tests.numerics import assert_matches
 
 pytestmark = pytest.mark.skipif(not pingpong.available(), reason="this Triton has no Gluon")
 
@@ -186,37 +189,11 @@ def test_pingpong_kernels_match_reference(name: str, dtype: str, rng: torch.Gene
 
 
 @pytest.mark.gpu
-def test_a_pingpong_kernel_runs_in_a_program_and_its_artifact_keeps_it(
-    tmp_path: Path, rng: torch.Generator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_pingpong_kernel_runs_in_a_program_and_its_artifact_keeps_it(tmp_path: Path, rng: torch.Generator) -> None:
     if capability(DEVICE) != pingpong.CAPABILITY:
         pytest.skip("ping-pong kernels run on Hopper (sm_90) only")
-    import zipfile
-
-    import dnnc
-    from dnnc import knobs
-    from dnnc.backends.triton import launch
-    from dnnc.compiled import CompiledModule
-    from dnnc.report import CompileReport
-    from dnnc.runtime.gpu_executor import GpuExecutor
     from tests.backends.triton.test_tma_gpu import _program
 
-    program = _program(rng)
-    reference = ReferenceExecutor(program)
-    monkeypatch.setattr(launch, "spec_or_candidates", lambda info, capability=None: [RESIDUAL_CONFIG])
-    with knobs.override(autotune=False):
-        compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
-    chosen = [s.kernel for s in compiled._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
-    assert len(chosen) == 1
     shapes = [(8, 14, 14, 64), (8, 14, 14, 256)]
-    for _ in range(3):  # the captured program replayed on new inputs
-        inputs = [torch.randn(s, generator=rng).half() for s in shapes]
-        want = reference.run(inputs)[0]
-        assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
-    path = compiled.save(tmp_path / "pingpong.dnnc")
-    records = json.loads(zipfile.ZipFile(path).read(f"kernels/{compiled.target}/triton.json"))
+    records = replayed_saved_and_loaded(_program(rng), shapes, "PINGPONG", rng, tmp_path / "pingpong.dnnc", RESIDUAL_CONFIG)
     assert [r["config"].get("PINGPONG") for r in records] == [pingpong.RESIDUAL_STAGES] and "object" in records[0]
-    monkeypatch.undo()
-    loaded = dnnc.load(path)
-    assert [s.kernel for s in loaded._executor.steps if getattr(s.kernel, "config", {}).get("PINGPONG")]
-    assert_matches(loaded(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)

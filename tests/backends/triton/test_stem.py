@@ -6,22 +6,25 @@ float types and both output layouts, in a program that is replayed, saved and lo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import stem
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
 from dnnc.backends.triton.skeleton import GroupInfo
 from dnnc.ir.types import shape_of
-from tests.backends.triton.helpers import assert_group_kernel_matches_reference, capability, fused_group, typed_program
+from tests.backends.triton.helpers import (
+    assert_group_kernel_matches_reference,
+    capability,
+    fused_group,
+    replayed_saved_and_loaded,
+    typed_program,
+)
 from tests.bench.sm90_build import compiled_json
-from tests.numerics import assert_matches
 
 
 def stem_ir(
@@ -186,44 +189,19 @@ STEM_PROGRAM = """func.func @forward(%x: tensor<4x3x64x64xf16>) -> tensor<4x64x3
 
 
 @pytest.mark.gpu
-def test_a_stem_kernel_runs_in_a_program_and_its_artifact_keeps_it(
-    tmp_path: Path, rng: torch.Generator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stem_kernel_runs_in_a_program_and_its_artifact_keeps_it(tmp_path: Path, rng: torch.Generator) -> None:
     if capability(DEVICE) != stem.CAPABILITY or not stem.available():
         pytest.skip("the stem kernel runs on Hopper (sm_90) with a Triton that builds it")
-    import zipfile
-
-    import dnnc
-    from dnnc import knobs
-    from dnnc.backends.triton import launch
-    from dnnc.compiled import CompiledModule
     from dnnc.ir.params import ParamStore
     from dnnc.ir.program import Program
     from dnnc.ir.text import parse_ir
     from dnnc.passes.stages import TRITON_ALONE_STAGE
     from dnnc.pipeline import run_passes
-    from dnnc.report import CompileReport
-    from dnnc.runtime.gpu_executor import GpuExecutor
 
     params = ParamStore()
     params.add("w", (torch.randn(64, 3, 7, 7, generator=rng) / 12).half())
     params.add("b", torch.randn(1, 64, 1, 1, generator=rng).half())
     program = Program(parse_ir(STEM_PROGRAM, "stem"), params)
     run_passes(program, TRITON_ALONE_STAGE)  # the Triton group the partitioner lowers for it
-    reference = ReferenceExecutor(program)
-    monkeypatch.setattr(launch, "spec_or_candidates", lambda info, capability=None: [CONFIG])
-    with knobs.override(autotune=False):
-        compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
-    chosen = [s.kernel for s in compiled._executor.steps if getattr(s.kernel, "config", {}).get("STEM")]
-    assert len(chosen) == 1
-    for _ in range(3):  # the captured program replayed on new inputs
-        inputs = [torch.randn(4, 3, 64, 64, generator=rng).half()]
-        want = reference.run(inputs)[0]
-        assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
-    path = compiled.save(tmp_path / "stem.dnnc")
-    records = json.loads(zipfile.ZipFile(path).read(f"kernels/{compiled.target}/triton.json"))
+    records = replayed_saved_and_loaded(program, [(4, 3, 64, 64)], "STEM", rng, tmp_path / "stem.dnnc", CONFIG)
     assert [r["config"].get("STEM") for r in records] == [2] and "object" in records[0]
-    monkeypatch.undo()
-    loaded = dnnc.load(path)
-    assert [s.kernel for s in loaded._executor.steps if getattr(s.kernel, "config", {}).get("STEM")]
-    assert_matches(loaded(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)

@@ -6,24 +6,17 @@ descriptors, still matching."""
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 
-import dnnc
-from dnnc import knobs
-from dnnc.backends.reference.interpreter import ReferenceExecutor
-from dnnc.compiled import CompiledModule
 from dnnc.ir.params import ParamStore
 from dnnc.ir.program import Program
 from dnnc.ir.text import parse_ir
 from dnnc.passes.stages import TRITON_ALONE_STAGE
 from dnnc.pipeline import run_passes
-from dnnc.report import CompileReport
-from tests.numerics import assert_matches
+from tests.backends.triton.helpers import replayed_saved_and_loaded
 
 pytestmark = pytest.mark.gpu
 
@@ -48,30 +41,11 @@ def _program(rng: torch.Generator) -> Program:
     return program
 
 
-def _tma_kernels(module) -> list:
-    return [s.kernel for s in module._executor.steps if getattr(getattr(s.kernel, "source", None), "descriptors", ())]
-
-
 def test_a_residual_convolution_runs_tma_tiles_and_its_artifact_keeps_them(tmp_path: Path, rng: torch.Generator) -> None:
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("needs a GPU with TMA (sm_90 or later)")
-    from dnnc.runtime.gpu_executor import GpuExecutor
-
-    program = _program(rng)
-    reference = ReferenceExecutor(program)
-    with knobs.override(autotune=False):  # the first config: TMA tiles on Hopper
-        compiled = CompiledModule(program, CompileReport(), "cuda", executor=GpuExecutor(program, "cuda"))
-    kernels = _tma_kernels(compiled)
-    assert len(kernels) == 1 and kernels[0].config.get("TMA") == 1
     shapes = [(8, 14, 14, 64), (8, 14, 14, 256)]
-    for _ in range(3):  # the captured program replayed on new inputs
-        inputs = [torch.randn(s, generator=rng).half() for s in shapes]
-        want = reference.run(inputs)[0]
-        assert_matches(compiled(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
-    path = compiled.save(tmp_path / "residual.dnnc")
-    records = json.loads(zipfile.ZipFile(path).read(f"kernels/{compiled.target}/triton.json"))
+    # the first config: TMA tiles on Hopper
+    records = replayed_saved_and_loaded(_program(rng), shapes, "TMA", rng, tmp_path / "residual.dnnc")
     assert [r["config"].get("TMA") for r in records] == [1]
     assert sum("tensordesc" in t for t in records[0]["signature"].values()) == 4
-    loaded = dnnc.load(path)
-    assert _tma_kernels(loaded)
-    assert_matches(loaded(*[x.cuda() for x in inputs]).cpu(), want, torch.float16)
