@@ -23,6 +23,15 @@ The probe of this kernel (``bench/gluon_conv3x3_probe.py``,
 side up (14 x 14 computed as 16 x 16 is 31% more work). So it is one more candidate the
 partitioner times, offered where the patches waste little (``MAX_WASTE``).
 
+In ResNet-50's program (H200, ``bench/compile_profile.py --own-kernels``,
+``bench/results/compile-profile-2026-11-29-h200-resnet50-b32-b128-boxes-*.json``): at batch
+32 the five 14x14 convolutions ran 15.4 us against cuDNN's 17.9, and the 28x28 ones went
+to Triton's tiles reading NHWC (16.3 against 18.1), which autotuning took over this kernel.
+The 64-channel products of the 56x56 map were bound by the boxes' copies from L2 (330
+TFLOP/s); their resident form (``copies_module_text``: the weight in shared memory, three
+boxes a tile) ran them in 17.7 us at batch 32 (22.6 before, cuDNN 24.5) and 61.8 at batch
+128 (cuDNN 68.5): the program's kernels 0.817 -> 0.806 and 2.663 -> 2.610 ms.
+
 The epilogue is the one ``KernelEmitter`` writes for the group (``kernels._boxes``), its
 ``tl.`` calls taken to their ``gl.`` twins (``pingpong.translate``). Gluon has no
 interpreter: the kernel is built for sm_90 only and checked numerically on the GPU.
@@ -66,6 +75,10 @@ BOX_LAYOUT = "NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, ran
 """The shared layout of a box of the image or the output: rows of 128 bytes or more in the
 128-byte swizzle, what the launch's descriptors take for these blocks
 (``pingpong.descriptor``: Gluon's default)."""
+COPIES_PIXELS = 64
+"""Pixels of a tile of the resident form (``copies_module_text``): a 2 x 32 patch, its three
+input boxes 4 x 32 rows (16 KB each); two stages and the weight take 170 KB."""
+COPIES_PATCH = (2, 32)
 CONSUMER_REGS = 224
 LOADER_REGS = 56
 MAXNREG = 168
@@ -169,11 +182,28 @@ def stages_for(plan: Plan) -> int:
     return STAGES_N64 if plan.block_n == 64 else STAGES_N128
 
 
+def resident(plan: Plan, patch: tuple[int, int]) -> bool:
+    """Whether a kernel of ``patch`` is the ``copies_module_text`` form: a 64-pixel patch of a
+    64 -> 64 convolution (its whole weight fits in shared memory)."""
+    return patch[0] * patch[1] == COPIES_PIXELS and plan.c == plan.o == 64
+
+
+def resident_available() -> bool:
+    """Whether this Triton builds the resident form: a tap's operand starts inside its copy
+    at a row its length does not divide, which only Triton 3.6's reinterpret reaches
+    (``stem.available``, the same condition)."""
+    from dnnc.backends.triton import stem
+
+    return stem.available()
+
+
 def descriptors(plan: Plan, patch: tuple[int, int], block_n: int) -> tuple[TileDescriptor, ...]:
-    """The kernel's TMA parameters in ``module_text``'s order and the tensors they cover."""
+    """The kernel's TMA parameters in ``module_text``'s order and the tensors they cover
+    (the resident form's input boxes take the two rows around the patch too)."""
     bh, bw = patch
+    rows = bh + 2 if resident(plan, patch) else bh
     return (
-        TileDescriptor("x_tile", plan.image, (plan.n, plan.h, plan.w, plan.c), (1, bh, bw, BLOCK_K), gluon=True),
+        TileDescriptor("x_tile", plan.image, (plan.n, plan.h, plan.w, plan.c), (1, rows, bw, BLOCK_K), gluon=True),
         TileDescriptor("w_tile", plan.weight, (plan.o, 9 * plan.c), (block_n, BLOCK_K), gluon=True),
         TileDescriptor("o_tile", plan.pointers.index("out0"), (plan.n, plan.h, plan.w, plan.o), (1, bh, bw, block_n), gluon=True),
     )
@@ -320,6 +350,147 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "    programs = gl.num_programs(0)",
         "    tiles = gl.cdiv(TILES - pid, programs)",
         f"    args = (({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, turn), pid, programs, tiles)",
+        f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[int, int], epilogue: list[str]) -> str:
+    """The resident form of ``module_text`` for a 64 -> 64 convolution (``resident``): the
+    whole weight (nine 64 x 64 taps, 72 KB) is loaded once a program and stays in shared
+    memory, and a tile of ``BOX_H x BOX_W = 64`` pixels takes three boxes of the input, one
+    per tap column ``kx``, each ``BOX_H + 2`` rows from the patch's row above: tap
+    ``(ky, kx)``'s operand is then rows ``ky * BOX_W ..`` of copy ``kx`` (a whole number of
+    the swizzle's 8-row atoms). A tile moves 3 x 16 KB from L2 where ``module_text``'s moves
+    nine 24 KB boxes and weights for 128 pixels; the 64-channel products there ran at
+    330 TFLOP/s at batch 32 (H200), bound by those copies. Each consumer warpgroup owns one
+    of the two stages (its tiles are every other one), so its next tile's boxes load while
+    it runs its epilogue."""
+    bh, bw = patch
+    constants = {
+        "BOX_H": bh,
+        "BOX_W": bw,
+        "BLOCK_M": bh * bw,
+        "BLOCK_N": 64,
+        "BLOCK_K": BLOCK_K,
+        "C": plan.c,
+        "PY": -(-plan.h // bh),
+        "PX": -(-plan.w // bw),
+        "PN": 1,
+        "TILES": plan.tiles(patch, 64),
+    }
+    pointers = ", ".join(plan.pointers)
+    dtype = f"gl.{pingpong.GL_TYPES[plan.elem]}"
+    descs = "x_tile, w_tile, o_tile"
+    lines = [
+        *header,
+        "",
+        "from triton.experimental import gluon",
+        "from triton.experimental.gluon import language as gl",
+        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait",
+        "",
+        "# Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store.",
+        'tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared',
+        'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
+        "",
+        *(f"{k} = gl.constexpr({v})" for k, v in constants.items()),
+        "ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]))",
+        f"BOX = gl.constexpr(gl.{BOX_LAYOUT})",
+        "MATRIX = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2))",
+        "",
+        "",
+        "@gluon.jit",
+        "def viewed(view, shape: gl.constexpr):",
+        '    """A box and the matrix wgmma reads are one buffer: its memory viewed as the other shape."""',
+        f"    return view._reinterpret({dtype}, shape, BOX)",
+        "",
+        "",
+        "@gluon.jit",
+        "def tap_rows(copy, ky: gl.constexpr):",
+        '    """Rows ``ky * BOX_W ..`` of a copy as an operand: its 8-row atom there, viewed as the',
+        "    BLOCK_M rows from it (a subslice starts at a multiple of its length; this reinterpret",
+        '    reaches past its view, which only Triton 3.6 allows: ``resident_available``)."""',
+        f"    atoms = copy._reinterpret({dtype}, [(BOX_H + 2) * BOX_W // 8, 8, BLOCK_K], MATRIX)",
+        f"    return atoms.index(ky * BOX_W // 8)._reinterpret({dtype}, [BLOCK_M, BLOCK_K], MATRIX)",
+        "",
+        "",
+        "@gluon.jit",
+        "def tile_origin(t):",
+        "    return t // (PX * PY), ((t // PX) % PY) * BOX_H, (t % PX) * BOX_W, 0",
+        "",
+        "",
+        "@gluon.jit",
+        "def loader(ptrs, descs, bufs, bars, pid, programs, tiles):",
+        f"    {descs}, = descs",
+        "    a_bufs, w_bufs, c_bufs = bufs",
+        "    ready, empty, w_ready = bars",
+        "    mbarrier.expect(w_ready, 9 * w_tile.block_type.nbytes)",
+        "    for tap in gl.static_range(9):",
+        "        tma_load(w_tile, [0, tap * C], w_ready, w_bufs.index(tap))",
+        "    for j in range(tiles):",
+        "        n, y0, x0, col = tile_origin(pid + j * programs)",
+        "        slot = j % 2",
+        "        mbarrier.wait(empty.index(slot), ((j // 2) & 1) ^ 1)",
+        "        mbarrier.expect(ready.index(slot), 3 * x_tile.block_type.nbytes)",
+        "        for kx in gl.static_range(3):",
+        "            box = viewed(a_bufs.index(slot * 3 + kx), [1, BOX_H + 2, BOX_W, BLOCK_K])",
+        "            tma_load(x_tile, [n, y0 - 1, x0 + kx - 1, 0], ready.index(slot), box)",
+        "",
+        "",
+        "@gluon.jit",
+        "def consume(ptrs, descs, bufs, bars, pid, programs, tiles, ME: gl.constexpr):",
+        f"    {pointers}, = ptrs",
+        f"    {descs}, = descs",
+        "    a_bufs, w_bufs, c_bufs = bufs",
+        "    ready, empty, w_ready = bars",
+        "    buf = c_bufs.index(ME)",
+        "    mbarrier.wait(w_ready, 0)",
+        "    for j in range(ME, tiles, 2):",
+        "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
+        "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
+        "        mbarrier.wait(ready.index(ME), (j // 2) & 1)",
+        "        for tap in gl.static_range(9):",
+        "            rows = tap_rows(a_bufs.index(ME * 3 + tap % 3), tap // 3)",
+        "            acc = warpgroup_mma(rows, w_bufs.index(tap).permute((1, 0)), acc, use_acc=tap > 0, is_async=True)",
+        "        acc = warpgroup_mma_wait(0, deps=(acc,))",
+        "        mbarrier.arrive(empty.index(ME))",
+        "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
+        *(f"    {line}" for line in epilogue),
+        "        buf.store(result)",
+        "        fence_async_shared()",
+        "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
+        "    tma.store_wait(0)",
+    ]
+    for me in (0, 1):
+        lines += [
+            "",
+            "",
+            "@gluon.jit",
+            f"def consumer{me}(ptrs, descs, bufs, bars, pid, programs, tiles):",
+            f"    consume(ptrs, descs, bufs, bars, pid, programs, tiles, {me})",
+        ]
+    lines += [
+        "",
+        "",
+        "@gluon.jit",
+        f"def {name}({pointers}, {descs}):",
+        "    matrix: gl.constexpr = gl.NVMMASharedLayout.get_default_for([(BOX_H + 2) * BOX_W, BLOCK_K], w_tile.dtype)",
+        "    out: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], w_tile.dtype)",
+        f"    a_bufs = gl.allocate_shared_memory({dtype}, [6, (BOX_H + 2) * BOX_W, BLOCK_K], matrix)",
+        f"    w_bufs = gl.allocate_shared_memory({dtype}, [9, BLOCK_N, BLOCK_K], w_tile.layout)",
+        f"    c_bufs = gl.allocate_shared_memory({dtype}, [2, BLOCK_M, BLOCK_N], out)",
+        "    ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())",
+        "    empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())",
+        "    w_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
+        "    for i in gl.static_range(2):",
+        "        mbarrier.init(ready.index(i), count=1)",
+        "        mbarrier.init(empty.index(i), count=1)",
+        "    mbarrier.init(w_ready, count=1)",
+        "    pid = gl.program_id(0)",
+        "    programs = gl.num_programs(0)",
+        "    tiles = gl.cdiv(TILES - pid, programs)",
+        f"    args = (({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, w_ready), pid, programs, tiles)",
         f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
         "",
     ]

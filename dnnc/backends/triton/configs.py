@@ -408,24 +408,21 @@ def box_configs(info: GroupInfo, capability: int | None) -> list[Config]:
     partitioner times a Triton group with its first config (``partition.pricing``), and
     Triton's windowed tiles ran ResNet's 3x3 convolutions far slower than cuDNN, so with
     them first the group was never chosen to be tuned (ResNet-50 at batch 32 on an H200:
-    no box kernel in the program when it came after them)."""
+    no box kernel in the program when it came after them). A 64 -> 64 convolution is
+    offered the resident form first (``boxes.copies_module_text``) where this Triton
+    builds it."""
     if capability != boxes.CAPABILITY or not pingpong.available():
         return []
     plan = boxes.plan_of(info)
     patch = None if plan is None else boxes.patch_for(plan)
     if plan is None or patch is None:
         return []
-    bn = plan.block_n
-    return [
-        {
-            "BLOCK_M": 128,
-            "BLOCK_N": bn,
-            "BLOCK_K": boxes.BLOCK_K,
-            "num_warps": 4,
-            "BOXES": boxes.stages_for(plan),
-            "BOX_H": patch[0],
-        }
-    ]
+    bh, bw = boxes.COPIES_PATCH
+    box = {"BLOCK_M": 128, "BLOCK_N": plan.block_n, "BLOCK_K": boxes.BLOCK_K, "num_warps": 4}
+    found = [{**box, "BOXES": boxes.stages_for(plan), "BOX_H": patch[0]}]
+    if boxes.resident(plan, (bh, bw)) and plan.waste((bh, bw)) <= boxes.MAX_WASTE and boxes.resident_available():
+        found.insert(0, {**box, "BLOCK_M": bh * bw, "BOXES": 2, "BOX_H": bh})
+    return found
 
 
 def with_launch(config: Config, capability: int | None, launch_early: bool = True) -> Config:

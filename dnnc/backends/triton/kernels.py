@@ -786,8 +786,13 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
         )
     bh, bw = boxes.patch_of(config)
     bn = config["BLOCK_N"]
-    if bh * bw != 128 or bn not in (64, 128) or config["BLOCK_K"] != boxes.BLOCK_K:
-        raise CodegenError(f"{op.name}: a box kernel's tile is 128 pixels by 64 or 128 channels, K 64 a step")
+    resident = boxes.resident(plan, (bh, bw))
+    if resident and not boxes.resident_available():
+        raise CodegenError(f"{op.name}: a box kernel whose weight stays in shared memory needs Triton 3.6's reinterpret")
+    if not (bh * bw == 128 or resident) or bn not in (64, 128) or config["BLOCK_K"] != boxes.BLOCK_K:
+        raise CodegenError(
+            f"{op.name}: a box kernel's tile is 128 pixels (64 for a 64 -> 64 convolution) by 64 or 128 channels, K 64 a step"
+        )
     pointers, signature, outs = pointer_names(info)
     em = KernelEmitter(pointers, False)
     nb, o, ho, wo = shape_of(op.results[0])
@@ -828,7 +833,10 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
     for d in descriptors:
         signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
     name = f"dnnc_{info.kind}_boxes"
-    text = boxes.module_text(described(info), name, plan, (bh, bw, bn, config["BOXES"]), epilogue)
+    if resident:
+        text = boxes.copies_module_text(described(info), name, plan, (bh, bw), epilogue)
+    else:
+        text = boxes.module_text(described(info), name, plan, (bh, bw, bn, config["BOXES"]), epilogue)
     options = {"num_warps": 4, "maxnreg": boxes.MAXNREG}
     source = KernelSource(info.kind, name, text, signature, boxes.grid(plan, (bh, bw), bn), options, descriptors)
     plain = {key: v for key, v in config.items() if key not in ("BOXES", "BOX_H", "PDL")}

@@ -65,6 +65,10 @@ def config(bn: int, box_h: int, stages: int) -> dict[str, int]:
     return {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "num_warps": 4, "BOXES": stages, "BOX_H": box_h}
 
 
+RESIDENT = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "BOXES": 2, "BOX_H": 2}
+"""The resident form of a 64 -> 64 convolution: 2 x 32 patches, the weight in shared memory."""
+
+
 @pytest.mark.parametrize(
     "shape, offered",
     [
@@ -76,10 +80,12 @@ def config(bn: int, box_h: int, stages: int) -> dict[str, int]:
     ids=["56x56", "28x28", "14x14-b32", "28x28-b128"],
 )
 def test_resnet_3x3_convolutions_are_offered_one_first_on_hopper_only(shape, offered) -> None:
-    """First: it prices the group in the partitioner's rounds."""
+    """First: it prices the group in the partitioner's rounds (a 64 -> 64 one the resident
+    form first, where this Triton builds it)."""
     info = _info(box_ir(*shape))
     hopper = candidates(info, 90)
-    assert _offered(info) == [offered] and hopper[0] == offered and len(hopper) > 1
+    resident = [RESIDENT] if shape[2:] == (64, 64) and boxes.resident_available() else []
+    assert _offered(info) == [*resident, offered] and hopper[: len(resident) + 1] == [*resident, offered]
     for elsewhere in (None, 80, 100):
         assert not _offered(info, elsewhere)
 
@@ -140,6 +146,17 @@ def test_the_partitioners_3x3_group_is_one_with_its_ohwi_weight(rng: torch.Gener
     assert _offered(info) == [config(128, 4, boxes.STAGES_N128)]
 
 
+def test_the_resident_form_reads_three_boxes_of_two_more_rows() -> None:
+    info = _info(box_ir(32, 56, 64, 64))
+    if not boxes.resident_available():
+        with pytest.raises(CodegenError, match="Triton 3.6"):
+            generate(info.group, RESIDENT, info=info)
+        return
+    source = generate(info.group, RESIDENT, info=info)
+    assert [d.block for d in source.descriptors] == [(1, 4, 32, 64), (64, 64), (1, 2, 32, 64)]
+    assert "tap_rows" in source.text and source.grid == (pingpong.PROGRAMS, 1, 1)
+
+
 def test_a_box_kernel_stores_its_tile_through_tma_and_refuses_other_tiles() -> None:
     info = _info(box_ir(32, 28, 128, 128))
     source = generate(info.group, config(128, 4, 4), info=info)
@@ -191,6 +208,8 @@ KERNELS = {
     "ragged": (box_ir(2, 10, 128, 192, w=12), config(128, 8, boxes.STAGES_N128)),
     "wide": (box_ir(2, 6, 64, 64, w=70), config(64, 2, boxes.STAGES_N64)),
 }
+if boxes.resident_available():
+    KERNELS["resident"] = (box_ir(2, 10, 64, 64, w=36), RESIDENT)
 """Each patch shape and channel width, on ResNet's maps and on ones the patches do not divide."""
 
 
