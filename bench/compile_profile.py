@@ -318,7 +318,51 @@ def kernels_per_call(label: str, run: Any, top: int, calls: int = 20) -> dict[st
     print(f"{label}: kernels {total:.4f} ms a call", flush=True)
     for k in kernels[:top]:
         print(f"    {k['ms']:8.4f} ms  x{k['launches']:<5g} {k['name'][:110]}", flush=True)
-    return {"label": label, "kernels_ms": total, "kernels": kernels}
+    gaps = timeline(prof, calls)
+    if gaps:
+        print(f"{label}: GPU busy {gaps['busy_ms']:.4f} ms a call, idle between its kernels {gaps['idle_ms']:.4f}", flush=True)
+    return {"label": label, "kernels_ms": total, "kernels": kernels, "timeline": gaps}
+
+
+CALL_GAP_US = 30.0
+"""An idle stretch of the GPU at least this long lies between two calls (the host's part
+of a call), not between two kernels of one call's replay."""
+
+
+def timeline(prof: Any, calls: int) -> dict[str, Any] | None:
+    """Where a call's GPU time goes besides its kernels, from the profiler's device events:
+    the time some kernel runs (overlapping kernels, PDL's, counted once), the idle stretches
+    between kernels of one call (shorter than ``CALL_GAP_US``) and the longest of them with
+    the kernels on either side. A call that takes longer than its kernels' sum either
+    idles between them (launch latency, a dependency's tail) or runs them slower than the
+    profiler's own spaced replays (clocks)."""
+    from torch.autograd import DeviceType
+
+    spans = sorted(
+        (e.time_range.start, e.time_range.end, e.name)
+        for e in prof.events()
+        if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start
+    )
+    if not spans:
+        return None
+    busy = 0.0
+    idle: list[tuple[float, str, str]] = []
+    start, end, name = spans[0]
+    for s, e, n in spans[1:]:
+        if s > end:
+            busy += end - start
+            if s - end < CALL_GAP_US:
+                idle.append((s - end, name, n))
+            start = s
+        end, name = max(end, e), n if e >= end else name
+    busy += end - start
+    idle.sort(reverse=True)
+    return {
+        "busy_ms": busy / calls / 1e3,
+        "idle_ms": sum(g for g, _, _ in idle) / calls / 1e3,
+        "idle_stretches": len(idle) / calls,
+        "longest": [{"us": round(g, 2), "after": a[:80], "before": b[:80]} for g, a, b in idle[:12]],
+    }
 
 
 def main() -> None:

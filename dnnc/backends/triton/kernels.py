@@ -762,7 +762,7 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
         signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
     name = f"dnnc_{info.kind}_pingpong"
     text = pingpong.module_text(described(info), name, plan, tile, epilogue, bool(residual))
-    options = {"num_warps": 4, "maxnreg": pingpong.MAXNREG}
+    text, options = pingpong.with_pdl(text, name, {"num_warps": 4, "maxnreg": pingpong.MAXNREG}, config)
     source = KernelSource(info.kind, name, text, signature, pingpong.grid(m, n, tile), options, descriptors)
     plain = {key: v for key, v in config.items() if key not in ("PINGPONG", "PDL")}
     source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
@@ -837,7 +837,7 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
         text = boxes.copies_module_text(described(info), name, plan, (bh, bw), epilogue)
     else:
         text = boxes.module_text(described(info), name, plan, (bh, bw, bn, config["BOXES"]), epilogue)
-    options = {"num_warps": 4, "maxnreg": boxes.MAXNREG}
+    text, options = pingpong.with_pdl(text, name, {"num_warps": 4, "maxnreg": boxes.MAXNREG}, config)
     source = KernelSource(info.kind, name, text, signature, boxes.grid(plan, (bh, bw), bn), options, descriptors)
     plain = {key: v for key, v in config.items() if key not in ("BOXES", "BOX_H", "PDL")}
     source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
@@ -890,7 +890,8 @@ def _stem(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
     epilogue = pingpong.translate(em.lines)
     name = f"dnnc_{info.kind}_stem"
     text = stem.module_text(described(info), name, plan, config["STEM"], epilogue)
-    return KernelSource(info.kind, name, text, signature, stem.grid(plan), dict(stem.OPTIONS))
+    text, options = pingpong.with_pdl(text, name, dict(stem.OPTIONS), config)
+    return KernelSource(info.kind, name, text, signature, stem.grid(plan), options)
 
 
 def generate(

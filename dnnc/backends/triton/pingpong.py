@@ -419,6 +419,25 @@ def module_text(
     return "\n".join(lines)
 
 
+PDL_WAIT = 'gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)'
+"""Gluon's form of ``tl.extra.cuda.gdc_wait``: the kernel waits here for the one before it."""
+
+
+def with_pdl(text: str, name: str, options: dict[str, int], config: dict[str, int]) -> tuple[str, dict[str, int]]:
+    """A Gluon kernel's module text and compile options for ``config``: where it is launched
+    with Programmatic Dependent Launch (``PDL``, ``configs.with_launch``), every program
+    waits for the kernel before it at the first line of kernel ``name``, before any load
+    (``skeleton.assemble`` does the same for Triton's kernels), and the launcher sets the
+    attribute. Its programs then become resident, and set up their barriers and shared
+    memory, while that kernel's last ones drain."""
+    if not config.get("PDL"):
+        return text, options
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
+    lines.insert(at + 1, f"    {PDL_WAIT}  # the kernel before this one has finished and its memory is visible")
+    return "\n".join(lines), {**options, "launch_pdl": True}
+
+
 def descriptors(plan: Plan, tile: tuple[int, int, int, int], residual: int | None) -> tuple[TileDescriptor, ...]:
     """The kernel's TMA parameters in ``module_text``'s order and the tensors they cover
     (``residual``: the block argument the epilogue reads as a tile, if any)."""

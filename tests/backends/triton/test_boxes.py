@@ -203,7 +203,7 @@ print(json.dumps(built))
 """
 KERNELS = {
     "56x56": (box_ir(32, 56, 64, 64), config(64, 8, boxes.STAGES_N64)),
-    "28x28": (box_ir(32, 28, 128, 128), config(128, 4, boxes.STAGES_N128)),
+    "28x28": (box_ir(4, 28, 128, 128), config(128, 4, boxes.STAGES_N128)),
     # ragged: patches past the map's edges, a channel tile past the output's channels
     "ragged": (box_ir(2, 10, 128, 192, w=12), config(128, 8, boxes.STAGES_N128)),
     "wide": (box_ir(2, 6, 64, 64, w=70), config(64, 2, boxes.STAGES_N64)),
@@ -242,3 +242,27 @@ def test_a_box_kernel_runs_in_a_program_and_its_artifact_keeps_it(tmp_path: Path
     cfg = config(128, 4, boxes.STAGES_N128)
     records = replayed_saved_and_loaded(program, [(16, 28, 28, 64)], "BOXES", rng, tmp_path / "boxes.dnnc", cfg)
     assert [r["config"].get("BOXES") for r in records] == [boxes.STAGES_N128] and "object" in records[0]
+
+
+@pytest.mark.parametrize("name", ["28x28", "resident"])
+def test_a_box_kernel_launched_with_pdl_waits_at_its_first_line(name: str) -> None:
+    """Gluon kernels launched with Programmatic Dependent Launch wait for the kernel before
+    them before any load, as Triton's do (``pingpong.with_pdl``)."""
+    if name not in KERNELS:
+        pytest.skip("this Triton does not build the resident form")
+    ir, cfg = KERNELS[name]
+    info = _info(ir)
+    plain = generate(info.group, cfg, info=info)
+    early = generate(info.group, {**cfg, "PDL": 1}, info=info)
+    assert "launch_pdl" not in plain.options and early.options["launch_pdl"] is True
+    lines = early.text.splitlines()
+    first = lines.index(next(line for line in lines if line.startswith(f"def {early.name}("))) + 1
+    assert "griddepcontrol.wait" in lines[first] and "griddepcontrol" not in plain.text
+
+
+@pytest.mark.gpu
+def test_a_box_kernel_launched_with_pdl_matches_reference(rng: torch.Generator) -> None:
+    if capability(DEVICE) != boxes.CAPABILITY:
+        pytest.skip("box kernels run on Hopper (sm_90) only")
+    ir, cfg = KERNELS["28x28"]
+    assert_group_kernel_matches_reference(ir, "f16", {**cfg, "PDL": 1}, rng, scales={1: 0.05})
