@@ -209,6 +209,40 @@ def descriptors(plan: Plan, patch: tuple[int, int], block_n: int) -> tuple[TileD
     )
 
 
+def _preamble(header: list[str], constants: dict[str, int]) -> list[str]:
+    """Both forms' module start: ``header``, the imports, Triton's version-dependent names,
+    the constants, and the accumulator's and a box's layouts."""
+    return [
+        *header,
+        "",
+        "from triton.experimental import gluon",
+        "from triton.experimental.gluon import language as gl",
+        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait",
+        "",
+        "# Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store.",
+        'tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared',
+        'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
+        "",
+        *(f"{k} = gl.constexpr({v})" for k, v in constants.items()),
+        "ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]))",
+        f"BOX = gl.constexpr(gl.{BOX_LAYOUT})",
+    ]
+
+
+def _stored(epilogue: list[str]) -> list[str]:
+    """A consumer's epilogue on its tile (``epilogue``, leaving ``result``) and the result's
+    way out: once the consumer's last tile has left its buffer, through it and a TMA box of
+    the output (what lies past the image's edges is not written)."""
+    return [
+        "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
+        *(f"    {line}" for line in epilogue),
+        "        buf.store(result)",
+        "        fence_async_shared()",
+        "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
+        "    tma.store_wait(0)",
+    ]
+
+
 def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, int, int], epilogue: list[str]) -> str:
     """The kernel module: ``header`` (the group's IR as comments), the partitions, and the
     kernel ``name`` whose parameters are the group's pointers then ``x_tile``, ``w_tile``
@@ -236,19 +270,7 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
     dtype = f"gl.{pingpong.GL_TYPES[plan.elem]}"
     descs = "x_tile, w_tile, o_tile"
     lines = [
-        *header,
-        "",
-        "from triton.experimental import gluon",
-        "from triton.experimental.gluon import language as gl",
-        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait",
-        "",
-        "# Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store.",
-        'tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared',
-        'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
-        "",
-        *(f"{k} = gl.constexpr({v})" for k, v in constants.items()),
-        "ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]))",
-        f"BOX = gl.constexpr(gl.{BOX_LAYOUT})",
+        *_preamble(header, constants),
         "",
         "",
         "# a box and the matrix wgmma reads are one buffer: its memory viewed as the other shape",
@@ -301,33 +323,10 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "    buf = c_bufs.index(ME)",
         "    for j in range(ME, tiles, 2):",
         "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
-        "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
-        "        mbarrier.wait(turn.index(ME), ((j // 2) & 1) ^ (1 - ME))",
-        "        for k in range(KS):",
-        "            s = j * KS + k",
-        "            slot = s % STAGES",
-        "            mbarrier.wait(ready.index(slot), (s // STAGES) & 1)",
-        "            acc = warpgroup_mma(a_bufs.index(slot), w_bufs.index(slot).permute((1, 0)), acc, use_acc=k > 0, is_async=True)",
-        "            acc = warpgroup_mma_wait(1, deps=(acc,))",
-        "            mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), pred=k > 0)",
-        "        mbarrier.arrive(turn.index(1 - ME))",
-        "        acc = warpgroup_mma_wait(0, deps=(acc,))",
-        "        mbarrier.arrive(empty.index((j * KS + KS - 1) % STAGES))",
-        "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
-        *(f"    {line}" for line in epilogue),
-        "        buf.store(result)",
-        "        fence_async_shared()",
-        "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
-        "    tma.store_wait(0)",
+        *pingpong.k_loop(),
+        *_stored(epilogue),
     ]
-    for me in (0, 1):
-        lines += [
-            "",
-            "",
-            "@gluon.jit",
-            f"def consumer{me}(ptrs, descs, bufs, bars, pid, programs, tiles):",
-            f"    consume(ptrs, descs, bufs, bars, pid, programs, tiles, {me})",
-        ]
+    lines += pingpong.consumers()
     lines += [
         "",
         "",
@@ -384,19 +383,7 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
     dtype = f"gl.{pingpong.GL_TYPES[plan.elem]}"
     descs = "x_tile, w_tile, o_tile"
     lines = [
-        *header,
-        "",
-        "from triton.experimental import gluon",
-        "from triton.experimental.gluon import language as gl",
-        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait",
-        "",
-        "# Triton 3.6 names the TMA copies async_copy_*; later versions async_load / async_store.",
-        'tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared',
-        'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
-        "",
-        *(f"{k} = gl.constexpr({v})" for k, v in constants.items()),
-        "ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]))",
-        f"BOX = gl.constexpr(gl.{BOX_LAYOUT})",
+        *_preamble(header, constants),
         "MATRIX = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2))",
         "",
         "",
@@ -455,21 +442,9 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
         "            acc = warpgroup_mma(rows, w_bufs.index(tap).permute((1, 0)), acc, use_acc=tap > 0, is_async=True)",
         "        acc = warpgroup_mma_wait(0, deps=(acc,))",
         "        mbarrier.arrive(empty.index(ME))",
-        "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
-        *(f"    {line}" for line in epilogue),
-        "        buf.store(result)",
-        "        fence_async_shared()",
-        "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
-        "    tma.store_wait(0)",
+        *_stored(epilogue),
     ]
-    for me in (0, 1):
-        lines += [
-            "",
-            "",
-            "@gluon.jit",
-            f"def consumer{me}(ptrs, descs, bufs, bars, pid, programs, tiles):",
-            f"    consume(ptrs, descs, bufs, bars, pid, programs, tiles, {me})",
-        ]
+    lines += pingpong.consumers()
     lines += [
         "",
         "",

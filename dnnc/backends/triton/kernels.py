@@ -67,6 +67,7 @@ from dnnc.backends.triton.skeleton import (
     GroupInfo,
     KernelSource,
     TileDescriptor,
+    TileStore,
     anchor_axes,
     assemble,
     described,
@@ -703,6 +704,47 @@ def _attention(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kern
     return KernelSource(info.kind, name, text, signature, (math.ceil(sq / bm), b * h, 1), launch_options(config))
 
 
+# Gluon kernels' epilogues ------------------------------------------------------------------
+
+
+def _patch_positions(em: KernelEmitter, op: tcp.Conv2dOp, row: str) -> Index:
+    """The output positions of a tile that is a patch of one output image (``stem``,
+    ``boxes``): ``tile_n``, ``tile_y``, ``tile_x`` its image, first row and column, ``pix``
+    each pixel's place in it, ``row`` pixels a patch row, ``rn`` the channels (after
+    ``pid_b``, the group's, and the caller's own positions). Taken from
+    the patch's origin, not split from a flat row index as ``_conv_rows`` does: Triton then
+    sees a patch row's pixels contiguous, and an NCHW store goes 16 bytes at a time (split
+    from ``rm`` by a modulo, the stem's went 2 bytes at a time, 4.7x slower at ResNet-50 b32
+    on an H200). Returns the convolution result's index."""
+    nb, _, ho, wo = shape_of(op.results[0])
+    em.line("n_i = tile_n")
+    em.line(f"ho_i = tile_y + pix // {row}")
+    em.line(f"wo_i = tile_x + pix % {row}")
+    em.line(f"p_i = ho_i * {wo} + wo_i")
+    em.line(f"rm = n_i * {ho * wo} + p_i")
+    em.line("o_i = rn")
+    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
+    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
+    return Index(shape_of(op.results[0]), dims=("n_i", "o_i", "ho_i", "wo_i"))
+
+
+def _whole_tile_store(em: KernelEmitter, op: Operation, elem: str, stored: list[int]) -> TileStore:
+    """``store_outputs``' way out for a Gluon kernel that stores its output tile through TMA
+    (``pingpong``, ``boxes``): the first output of the tile's shape and element type is left
+    in ``result`` (its number appended to ``stored``); any other is not a whole tile."""
+    shape, dims = tma.output_tile(op)
+    tile_ix = Index(shape, dims=dims)
+
+    def store(i: int, y: SSAValue, ix: Index) -> bool:
+        if stored or ix != tile_ix or element_name(element_of(y)) != elem:
+            return False
+        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{pingpong.GL_TYPES[elem]})")
+        stored.append(i)
+        return True
+
+    return store
+
+
 # Products as Gluon ping-pong kernels (``pingpong``) ----------------------------------------
 
 
@@ -744,16 +786,8 @@ def _pingpong(info: GroupInfo, config: dict[str, int], interpret: bool) -> Kerne
         return em.let("residual.to(gl.float32)", "x")
 
     stored: list[int] = []
-
-    def store(i: int, y: SSAValue, ix: Index) -> bool:
-        if stored or ix != tile_ix:
-            return False
-        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{pingpong.GL_TYPES[plan.elem]})")
-        stored.append(i)
-        return True
-
     em.tile_reads = read
-    store_outputs(em, info, outs, out_ix, "cmask", store)
+    store_outputs(em, info, outs, out_ix, "cmask", _whole_tile_store(em, op, plan.elem, stored))
     if not stored:
         raise CodegenError(f"{op.name}: a ping-pong kernel stores its output as whole tiles")
     epilogue = pingpong.translate(em.lines)
@@ -795,37 +829,17 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
         )
     pointers, signature, outs = pointer_names(info)
     em = KernelEmitter(pointers, False)
-    nb, o, ho, wo = shape_of(op.results[0])
-    # a tile's positions from its patch's origin (``boxes.module_text``): rows are the
-    # patch's pixels, BOX_W a row
+    _, o, ho, wo = shape_of(op.results[0])
     em.line("pid_b = 0")
     em.line("pix = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, ACC))[:, None]")
     em.line("rn = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC))[None, :]")
-    em.line("n_i = tile_n")
-    em.line("ho_i = tile_y + pix // BOX_W")
-    em.line("wo_i = tile_x + pix % BOX_W")
-    em.line(f"p_i = ho_i * {wo} + wo_i")
-    em.line(f"rm = n_i * {ho * wo} + p_i")
-    em.line("o_i = rn")
-    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
-    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
+    out_ix = _patch_positions(em, op, "BOX_W")
     em.line(f"cmask = (ho_i < {ho}) & (wo_i < {wo}) & (rn < {o})")
-    out_ix = Index(shape_of(op.results[0]), dims=("n_i", "o_i", "ho_i", "wo_i"))
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {o}")
-    shape, dims = tma.output_tile(op)
-    tile_ix = Index(shape, dims=dims)
     stored: list[int] = []
-
-    def store(i: int, y: SSAValue, ix: Index) -> bool:
-        if stored or ix != tile_ix or element_name(element_of(y)) != plan.elem:
-            return False
-        em.line(f"result = {em.value(y, ix, 'cmask')}.to(gl.{pingpong.GL_TYPES[plan.elem]})")
-        stored.append(i)
-        return True
-
-    store_outputs(em, info, outs, out_ix, "cmask", store)
+    store_outputs(em, info, outs, out_ix, "cmask", _whole_tile_store(em, op, plan.elem, stored))
     if not stored:
         raise CodegenError(f"{op.name}: a box kernel stores its output channels-last as whole tiles")
     epilogue = pingpong.translate(em.lines)
@@ -860,23 +874,10 @@ def _stem(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
         )
     pointers, signature, outs = pointer_names(info)
     em = KernelEmitter(pointers, False)
-    nb, o, ho, wo = shape_of(op.results[0])
-    # a tile's positions from its origin (``stem.module_text``), not split from a flat row
-    # index as ``_conv_rows`` does: Triton then sees a tile row's 16 pixels contiguous, and
-    # an NCHW store goes 16 bytes at a time (split from ``rm`` by a modulo it went 2 bytes
-    # at a time, 4.7x slower at ResNet-50 b32 on an H200)
+    o = shape_of(op.results[0])[1]
     em.line("pid_b = 0")
-    em.line("n_i = tile_n")
-    em.line("ho_i = tile_y + pix // 16")
-    em.line("wo_i = tile_x + pix % 16")
-    em.line(f"p_i = ho_i * {wo} + wo_i")
-    em.line(f"rm = n_i * {ho * wo} + p_i")
-    em.line("o_i = rn")
-    em.split("rm", ("n_i", "ho_i", "wo_i"), (nb, ho, wo))
-    em.split("p_i", ("ho_i", "wo_i"), (ho, wo))
-    out_dims = ("n_i", "o_i", "ho_i", "wo_i")
+    out_ix = _patch_positions(em, op, "16")
     em.line(f"cmask = (rn < {o}) & (pix < BP)")  # every position of a tile is in the output (``stem.plan_of``)
-    out_ix = Index(shape_of(op.results[0]), dims=tuple(out_dims))
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {o}")

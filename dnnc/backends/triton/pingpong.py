@@ -346,19 +346,7 @@ def module_text(
         "    buf = c_bufs.index(ME)",
         "    for j in range(ME, tiles, 2):",
         "        off_m, off_n = tile_origin(pid + j * programs)",
-        "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
-        "        mbarrier.wait(turn.index(ME), ((j // 2) & 1) ^ (1 - ME))",
-        "        for k in range(KS):",
-        "            s = j * KS + k",
-        "            slot = s % STAGES",
-        "            mbarrier.wait(ready.index(slot), (s // STAGES) & 1)",
-        *(["            fence_async_shared()  # rows copied by cp.async, read by wgmma"] if second else []),
-        "            acc = warpgroup_mma(a_bufs.index(slot), w_bufs.index(slot).permute((1, 0)), acc, use_acc=k > 0, is_async=True)",
-        "            acc = warpgroup_mma_wait(1, deps=(acc,))",
-        "            mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), pred=k > 0)",
-        "        mbarrier.arrive(turn.index(1 - ME))",
-        "        acc = warpgroup_mma_wait(0, deps=(acc,))",
-        "        mbarrier.arrive(empty.index((j * KS + KS - 1) % STAGES))",
+        *k_loop(bool(second)),
     ]
     if own_residual:
         lines += [
@@ -376,14 +364,7 @@ def module_text(
     if residual and not own_residual:
         lines += ["        tma.store_wait(0)", "        mbarrier.arrive(r_empty.index(ME))"]
     lines += ["    tma.store_wait(0)"]
-    for me in (0, 1):
-        lines += [
-            "",
-            "",
-            "@gluon.jit",
-            f"def consumer{me}(ptrs, descs, bufs, bars, pid, programs, tiles):",
-            f"    consume(ptrs, descs, bufs, bars, pid, programs, tiles, {me})",
-        ]
+    lines += consumers()
     lines += [
         "",
         "",
@@ -436,6 +417,44 @@ def with_pdl(text: str, name: str, options: dict[str, int], config: dict[str, in
     at = next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
     lines.insert(at + 1, f"    {PDL_WAIT}  # the kernel before this one has finished and its memory is visible")
     return "\n".join(lines), {**options, "launch_pdl": True}
+
+
+def k_loop(copied_rows: bool = False) -> list[str]:
+    """A consumer's product of its tile ``j`` (in ``consume``, its loop over every other
+    tile): its turn at the ring, the K loop over the stages (each released once the next
+    product is issued), the turn handed on, and the last stage released. ``copied_rows``:
+    some stages are filled by ``cp.async`` (a summed second input), which wgmma reads only
+    after a fence."""
+    fence = ["            fence_async_shared()  # rows copied by cp.async, read by wgmma"] if copied_rows else []
+    return [
+        "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
+        "        mbarrier.wait(turn.index(ME), ((j // 2) & 1) ^ (1 - ME))",
+        "        for k in range(KS):",
+        "            s = j * KS + k",
+        "            slot = s % STAGES",
+        "            mbarrier.wait(ready.index(slot), (s // STAGES) & 1)",
+        *fence,
+        "            acc = warpgroup_mma(a_bufs.index(slot), w_bufs.index(slot).permute((1, 0)), acc, use_acc=k > 0, is_async=True)",
+        "            acc = warpgroup_mma_wait(1, deps=(acc,))",
+        "            mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), pred=k > 0)",
+        "        mbarrier.arrive(turn.index(1 - ME))",
+        "        acc = warpgroup_mma_wait(0, deps=(acc,))",
+        "        mbarrier.arrive(empty.index((j * KS + KS - 1) % STAGES))",
+    ]
+
+
+def consumers() -> list[str]:
+    """The two consumer partitions: ``consume`` as warpgroup 0 and 1 (``ME``, a constexpr)."""
+    lines: list[str] = []
+    for me in (0, 1):
+        lines += [
+            "",
+            "",
+            "@gluon.jit",
+            f"def consumer{me}(ptrs, descs, bufs, bars, pid, programs, tiles):",
+            f"    consume(ptrs, descs, bufs, bars, pid, programs, tiles, {me})",
+        ]
+    return lines
 
 
 def descriptors(plan: Plan, tile: tuple[int, int, int, int], residual: int | None) -> tuple[TileDescriptor, ...]:
