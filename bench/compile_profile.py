@@ -354,7 +354,8 @@ def timeline(prof: Any, calls: int) -> dict[str, Any] | None:
             if s - end < CALL_GAP_US:
                 idle.append((s - end, name, n))
             start = s
-        end, name = max(end, e), n if e >= end else name
+        if e >= end:  # the kernel that ends last so far
+            end, name = e, n
     busy += end - start
     idle.sort(reverse=True)
     return {

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dnnc.backends.triton import pingpong
+from dnnc.backends.triton import pingpong, stem
 from dnnc.backends.triton.skeleton import GroupInfo, TileDescriptor, gathers, pointer_names
 from dnnc.backends.triton.tma import transposed_arg
 from dnnc.ir import tcp
@@ -75,10 +75,12 @@ BOX_LAYOUT = "NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, ran
 """The shared layout of a box of the image or the output: rows of 128 bytes or more in the
 128-byte swizzle, what the launch's descriptors take for these blocks
 (``pingpong.descriptor``: Gluon's default)."""
-COPIES_PIXELS = 64
-"""Pixels of a tile of the resident form (``copies_module_text``): a 2 x 32 patch, its three
-input boxes 4 x 32 rows (16 KB each); two stages and the weight take 170 KB."""
 COPIES_PATCH = (2, 32)
+"""The patch of a tile of the resident form (``copies_module_text``): 64 pixels, its three
+input boxes 4 x 32 rows (16 KB each); two stages and the weight take 170 KB."""
+COPIES_PIXELS = COPIES_PATCH[0] * COPIES_PATCH[1]
+COPIES_STAGES = 2
+"""Operand stages of the resident form: one a consumer warpgroup (its text holds two)."""
 CONSUMER_REGS = 224
 LOADER_REGS = 56
 MAXNREG = 168
@@ -192,8 +194,6 @@ def resident_available() -> bool:
     """Whether this Triton builds the resident form: a tap's operand starts inside its copy
     at a row its length does not divide, which only Triton 3.6's reinterpret reaches
     (``stem.available``, the same condition)."""
-    from dnnc.backends.triton import stem
-
     return stem.available()
 
 

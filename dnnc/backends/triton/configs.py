@@ -421,7 +421,7 @@ def box_configs(info: GroupInfo, capability: int | None) -> list[Config]:
     box = {"BLOCK_M": 128, "BLOCK_N": plan.block_n, "BLOCK_K": boxes.BLOCK_K, "num_warps": 4}
     found = [{**box, "BOXES": boxes.stages_for(plan), "BOX_H": patch[0]}]
     if boxes.resident(plan, (bh, bw)) and plan.waste((bh, bw)) <= boxes.MAX_WASTE and boxes.resident_available():
-        found.insert(0, {**box, "BLOCK_M": bh * bw, "BOXES": 2, "BOX_H": bh})
+        found.insert(0, {**box, "BLOCK_M": bh * bw, "BOXES": boxes.COPIES_STAGES, "BOX_H": bh})
     return found
 
 

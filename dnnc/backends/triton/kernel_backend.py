@@ -169,7 +169,7 @@ def _compiled_from_ir(op: Any, context: BuildContext, why: str) -> GroupKernel:
 
 def _other_form(op: Any, config: dict[str, int], interpret: bool, info: GroupInfo) -> KernelSource | None:
     """The group's kernel in the form ``interpret`` does not ask for, or None where it has
-    none: a Gluon kernel (``STEM``, ``PINGPONG``) is built for the GPU only, and a record
+    none: a Gluon kernel (``STEM``, ``PINGPONG``, ``BOXES``) is built for the GPU only, and a record
     that differs from its one form is a changed record, not a kernel to run as torch ops."""
     try:
         return generate(op, config, interpret=not interpret, info=info)

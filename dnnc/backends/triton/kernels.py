@@ -823,6 +823,8 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
     resident = boxes.resident(plan, (bh, bw))
     if resident and not boxes.resident_available():
         raise CodegenError(f"{op.name}: a box kernel whose weight stays in shared memory needs Triton 3.6's reinterpret")
+    if resident and config["BOXES"] != boxes.COPIES_STAGES:
+        raise CodegenError(f"{op.name}: a box kernel whose weight stays in shared memory has {boxes.COPIES_STAGES} stages")
     if not (bh * bw == 128 or resident) or bn not in (64, 128) or config["BLOCK_K"] != boxes.BLOCK_K:
         raise CodegenError(
             f"{op.name}: a box kernel's tile is 128 pixels (64 for a 64 -> 64 convolution) by 64 or 128 channels, K 64 a step"

@@ -155,6 +155,8 @@ def test_the_resident_form_reads_three_boxes_of_two_more_rows() -> None:
     source = generate(info.group, RESIDENT, info=info)
     assert [d.block for d in source.descriptors] == [(1, 4, 32, 64), (64, 64), (1, 2, 32, 64)]
     assert "tap_rows" in source.text and source.grid == (pingpong.PROGRAMS, 1, 1)
+    with pytest.raises(CodegenError, match="2 stages"):
+        generate(info.group, {**RESIDENT, "BOXES": 4}, info=info)
 
 
 def test_a_box_kernel_stores_its_tile_through_tma_and_refuses_other_tiles() -> None:
