@@ -210,11 +210,13 @@ class CompiledModule(InferenceModule):
     def summary(self) -> dict[str, Any]:
         """What runs the program: steps per backend, ops left to torch, fallbacks with
         their reasons, user kernels and the variant each runs as, and the device bytes it
-        holds (``memory``: weights, kernel workspaces, the intermediates' arena) (GPU); on
-        the CPU one reference step per op."""
+        holds (``memory``: weights, kernel workspaces, the intermediates' arena), and the
+        memset nodes its last CUDA graph writes with fill kernels (``graph_fill_kernels``,
+        ``dnnc.graph_memsets``) (GPU); on the CPU one reference step per op."""
         if self.device == "cuda":
             summary = self._executor.summary()  # type: ignore[union-attr]
             summary["memory"]["arena_bytes"] = self.memory_peak_bytes or 0
+            summary["graph_fill_kernels"] = getattr(self._runner, "fill_kernels", 0)
             return summary
         if self._built_for_target is not None:
             from dnnc.runtime.kernel_backends import planned_steps

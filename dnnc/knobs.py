@@ -109,6 +109,11 @@ class Knobs:
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
+    graph_fill_kernels: bool = True
+    """In a captured CUDA graph (a program's replay, a candidate timed alone), write what
+    a memset node writes with a fill kernel in its place (``dnnc.graph_memsets``): the
+    kernel after a memset node started 5-6 us after it on an H200, after a kernel node
+    within about 1 us. (DNNC_GRAPH_FILL_KERNELS)"""
     compile_workers: int = min(16, os.cpu_count() or 1)
     """Processes that compile the Triton configs an autotuned group tries, side by side
     (through the kernel cache, so ``cache`` must be on), and (at most 8, each with a
@@ -158,6 +163,7 @@ _ENV = {
     "tuning_spec_defaults": "DNNC_TUNING_SPEC_DEFAULTS",
     "pdl": "DNNC_PDL",
     "cuda_graph": "DNNC_CUDA_GRAPH",
+    "graph_fill_kernels": "DNNC_GRAPH_FILL_KERNELS",
     "compile_workers": "DNNC_COMPILE_WORKERS",
     "kernel_compiler": "DNNC_KERNEL_COMPILER",
     "float64": "DNNC_FLOAT64",
@@ -174,6 +180,7 @@ _BOOLS = (
     "measure",
     "measure_autotune",
     "cuda_graph",
+    "graph_fill_kernels",
     "pdl",
     "tuning_spec_defaults",
 )

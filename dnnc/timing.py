@@ -30,6 +30,8 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from dnnc.graph_memsets import instantiated, kept_graph
+
 HEAD_START_CYCLES = 1_000_000
 """The spin queued ahead of timed work, in GPU clock cycles: about half a millisecond,
 time for the host to queue seven replays and their events even when it is busy."""
@@ -70,10 +72,11 @@ def device_time_ms(
         stream.synchronize()
         if give_up_above_ms is not None and (plain_ms := start.elapsed_time(end)) > give_up_above_ms:
             return plain_ms
-        graph = torch.cuda.CUDAGraph()
+        graph = kept_graph()
         with torch.cuda.graph(graph, stream=stream):
             for _ in range(calls_per_graph):
                 fn()
+        instantiated(graph)
     except Exception:
         torch.cuda.synchronize()
         return _plain_ms(fn, repeats)

@@ -116,7 +116,30 @@ def tables(payload: Mapping[str, Any]) -> str:
                 cached = "c" if v.get("compile_reused") else ""
                 cells.append(f"{v.get('compile_s', 0):.1f}{cached} / {v.get('peak_mb') or 0:.0f} / {v['items_per_s']:.3g}")
         lines.append(f"| {r['workload']} ({r['unit']}) | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + clock_lines(results, names)) + "\n"
+
+
+def clock_lines(results: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    """Mean SM clock (MHz) over a second timing of each row of a millisecond or more
+    (``torch_variants.clocked``), marked ``cap`` where the power limit lowered it."""
+    clocked = [r for r in results if any((v.get("gpu_clock") or {}).get("samples") for v in r["variants"])]
+    if not clocked:
+        return []
+    lines = [
+        "",
+        "Mean SM clock, MHz, over a second timing of rows of a millisecond or more (cap: the power limit lowered it):",
+        "",
+    ]
+    lines += ["| workload | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for r in clocked:
+        by_name = {v["variant"]: v.get("gpu_clock") or {} for v in r["variants"]}
+        cells = []
+        for n in names:
+            clock = by_name.get(n) or {}
+            cap = " cap" if clock.get("power_capped") else ""
+            cells.append(f"{clock['sm_mhz_mean']:.0f}{cap}" if clock.get("samples") else "-")
+        lines.append(f"| {r['workload']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def update_benchmarks(path: Path, text: str, heading: str = "## GPU: dnnc against its peers") -> None:

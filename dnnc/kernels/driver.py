@@ -23,7 +23,7 @@ class CudaError(RuntimeError):
 
 
 @functools.cache
-def _driver() -> Any:
+def bindings() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError as e:
@@ -31,9 +31,9 @@ def _driver() -> Any:
     return driver
 
 
-def _checked(returned: Any, doing: str) -> Any:
+def checked(returned: Any, doing: str) -> Any:
     """The values a binding returned after its ``CUresult``; raises ``CudaError`` where it is not success."""
-    driver = _driver()
+    driver = bindings()
     result, *values = returned if isinstance(returned, tuple) else (returned,)
     if result != driver.CUresult.CUDA_SUCCESS:
         _, text = driver.cuGetErrorString(result)
@@ -44,34 +44,34 @@ def _checked(returned: Any, doing: str) -> Any:
 def load_function(image: bytes, entry: str, ptx: bool) -> tuple[Any, Any]:
     """(module, function) from a cubin or PTX image in the current context; a PTX
     image the driver cannot compile is reported with the driver's log."""
-    driver = _driver()
+    driver = bindings()
     jit = driver.CUjit_option
     log = bytearray(8192)
     data = image + b"\0" if ptx and not image.endswith(b"\0") else image
     options = [jit.CU_JIT_ERROR_LOG_BUFFER, jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
     try:
-        module = _checked(driver.cuModuleLoadDataEx(data, len(options), options, [log, len(log)]), "loading the module")
+        module = checked(driver.cuModuleLoadDataEx(data, len(options), options, [log, len(log)]), "loading the module")
     except CudaError as e:
         detail = log.split(b"\0", 1)[0].decode(errors="replace").strip()
         raise CudaError(f"{e}" + (f": {detail}" if detail else "")) from None
-    function = _checked(driver.cuModuleGetFunction(module, entry.encode()), f"finding {entry!r}")
+    function = checked(driver.cuModuleGetFunction(module, entry.encode()), f"finding {entry!r}")
     return module, function
 
 
 def max_threads_per_block(function: Any) -> int:
     """How many threads a block of this function may have (its registers and the GPU's limit)."""
-    attribute = _driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-    return int(_checked(_driver().cuFuncGetAttribute(attribute, function), "reading a function attribute"))
+    attribute = bindings().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    return int(checked(bindings().cuFuncGetAttribute(attribute, function), "reading a function attribute"))
 
 
 def set_dynamic_shared_memory(function: Any, size: int) -> None:
-    attribute = _driver().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    _checked(_driver().cuFuncSetAttribute(function, attribute, size), "allowing dynamic shared memory")
+    attribute = bindings().CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    checked(bindings().cuFuncSetAttribute(function, attribute, size), "allowing dynamic shared memory")
 
 
 def _device_attribute(ordinal: int, name: str) -> int:
-    attribute = getattr(_driver().CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
-    return int(_checked(_driver().cuDeviceGetAttribute(attribute, ordinal), "reading a device attribute"))
+    attribute = getattr(bindings().CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+    return int(checked(bindings().cuDeviceGetAttribute(attribute, ordinal), "reading a device attribute"))
 
 
 def max_block(ordinal: int) -> tuple[int, int, int]:
@@ -91,7 +91,7 @@ def max_shared_memory_optin(ordinal: int) -> int:
 
 def launch(function: Any, grid: Sequence[int], block: Sequence[int], shared: int, stream: int, params: ctypes.Array) -> None:
     """Enqueue one launch; ``params`` holds the address of each kernel parameter's value, in order."""
-    driver = _driver()
+    driver = bindings()
     returned = driver.cuLaunchKernel(function, *grid, *block, shared, stream, ctypes.addressof(params), 0)
     if returned[0] != driver.CUresult.CUDA_SUCCESS:
-        _checked(returned, "launching the kernel")
+        checked(returned, "launching the kernel")

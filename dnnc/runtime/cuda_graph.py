@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from dnnc.graph_memsets import instantiated, kept_graph
 from dnnc.runtime.arena import ArenaRunner
 from dnnc.runtime.binding import Launch, by_running
 from dnnc.runtime.handed_out import HandedOut
@@ -140,6 +141,8 @@ class CudaGraphRunner:
         """The first step run after each replay rather than captured (``tail_start``)."""
         self.disabled: str | None = None
         """Why the program runs uncaptured (capture failed), or None."""
+        self.fill_kernels = 0
+        """Memset nodes the last graph captured writes with fill kernels (``graph_memsets``)."""
 
     @property
     def peak_bytes(self) -> int:
@@ -249,7 +252,7 @@ class CudaGraphRunner:
                     for _ in range(WARMUP_RUNS):
                         self.arena.run_in_place(inputs, buffers)
                 current.wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
+            graph = kept_graph()
             steps = len(self.arena.executor.steps)
             with torch.cuda.graph(graph):
                 if buffers is not None or self.tail == steps:
@@ -258,6 +261,7 @@ class CudaGraphRunner:
                     after = self.arena.executor.begin(inputs)
                     self.arena.run_part(after, 0, self.tail)
                     outputs = []
+            self.fill_kernels = instantiated(graph)
         except Exception as e:  # capture is an optimisation: run uncaptured instead
             torch.cuda.synchronize()
             self.disabled = f"{type(e).__name__}: {e}"
