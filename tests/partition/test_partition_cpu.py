@@ -444,6 +444,40 @@ def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest
     assert not kernels and cached["programs"]["cached"] and cached["programs"]["winner"] == fastest
 
 
+def test_near_ties_are_swapped_in_one_more_contending_program(monkeypatch, own_cache) -> None:
+    """GPU timing replaced: where a chosen group's rival from the other backend measured
+    within ``TIE`` of it, ``auto``'s cover with those groups swapped is one more whole
+    program in the contest (right on the reference backend); when it runs fastest its
+    cover is realized, as ``auto``'s."""
+    from dnnc.partition import contest, partitioner
+
+    def tied(preds, cands, params, report):
+        for c in cands:
+            if c.role is not None:
+                c.measured_ms = c.cost_ms = 1.0
+        return cands
+
+    monkeypatch.setattr(partitioner, "should_measure", lambda: True)
+    monkeypatch.setattr(partitioner, "measure_what_matters", tied)
+    program, model, _ = block_program(torch.float16)
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
+    expected = flat(eager_exact(model, [x]))[0]
+    kernels: dict[str, Counter] = {}
+
+    def fake_build(program, build):
+        built = contest.contender_program(program, build)
+        assert_matches(run_reference(built, [x])[0], expected, torch.float16)
+        kernels[build.policy] = _kernels(built)
+        return contest.Built(built, None, 1.0 if build.policy == partitioner.TIES_SWAPPED else 2.0)
+
+    monkeypatch.setattr(contest, "build_and_time", fake_build)
+    record = partitioned(program, "auto")
+    assert partitioner.TIES_SWAPPED in kernels and kernels[partitioner.TIES_SWAPPED] != kernels["auto"]
+    assert record["programs"]["winner"] == partitioner.TIES_SWAPPED and record["policy"] == "auto"
+    run_passes(program, parse_passes(PARTITIONED))
+    assert _kernels(program) == kernels[partitioner.TIES_SWAPPED]
+
+
 def test_the_compile_goes_on_with_the_contest_winner_as_built(monkeypatch, own_cache) -> None:
     """GPU timing replaced: ``lower_for_gpu`` gives back the winning contender's executor
     and the program becomes the one the contest built (not lowered again), with the
