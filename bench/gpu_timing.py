@@ -22,23 +22,25 @@ def median_ms(fn: Callable[[], Any], inner: int = 10, repeats: int = 25, warmup:
     """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls.
     ``head_start``: a spin queued before each first event (``dnnc.timing``), so the calls
     start on a GPU already busy rather than one waiting for the host's launches."""
-    if head_start:
-        from dnnc.timing import _head_start
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if head_start:
-            _head_start()
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
-    return statistics.median(times)
+    return statistics.median(batch_ms(fn, inner, head_start) for _ in range(repeats))
+
+
+def batch_ms(fn: Callable[[], Any], inner: int, head_start: bool = False) -> float:
+    """The mean GPU time of ``inner`` back-to-back calls, between two events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if head_start:
+        from dnnc.timing import _head_start
+
+        _head_start()
+    start.record()
+    for _ in range(inner):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / inner
 
 
 def fp16_inputs(inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dnnc
 from bench.gpu_clocks import Sampler, summary
-from bench.gpu_timing import environment, fp16_inputs, median_ms, write_results
+from bench.gpu_timing import batch_ms, environment, fp16_inputs, median_ms, write_results
 from bench.suite.workloads import WORKLOADS
 from dnnc import knobs
 from dnnc.timing import device_time_ms
@@ -39,13 +39,7 @@ def _series(fn: Any, seconds: float, inner: int = 10) -> list[float]:
     times = []
     until = time.perf_counter() + seconds
     while time.perf_counter() < until:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / inner)
+        times.append(batch_ms(fn, inner))
     return times
 
 

@@ -404,18 +404,12 @@ def test_the_triton_only_program_is_built_only_within_its_tighter_margin(monkeyp
     assert built == ["auto", "cudnn-only", "triton-only"]
 
 
-@pytest.mark.parametrize("fastest", ["auto", "cudnn-only", "triton-only"])
-def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest: str) -> None:
-    """GPU timing replaced: each contending program is built on a copy (checked by
-    running it on the reference backend) from the candidates priced once, and the
-    fastest policy's cover is the one ``auto`` realizes, with the contest in its record."""
-    from dnnc.partition import contest, partitioner
-    from dnnc.partition.pricing import price
+def _contending(monkeypatch, fastest: str) -> tuple[Program, dict[str, Counter]]:
+    """The conv block's program, and the kernels of each contender the contest builds
+    (GPU timing replaced: each is checked on the reference backend; ``fastest`` times
+    fastest)."""
+    from dnnc.partition import contest
 
-    monkeypatch.setattr(partitioner, "should_measure", lambda: True)
-    monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
-    pricings: list[int] = []
-    monkeypatch.setattr(partitioner, "price", lambda cands, *a: pricings.append(len(cands)) or price(cands, *a))
     program, model, _ = block_program(torch.float16)
     x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
     expected = flat(eager_exact(model, [x]))[0]
@@ -428,6 +422,22 @@ def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest
         return contest.Built(built, None, 1.0 if build.policy == fastest else 2.0)
 
     monkeypatch.setattr(contest, "build_and_time", fake_build)
+    return program, kernels
+
+
+@pytest.mark.parametrize("fastest", ["auto", "cudnn-only", "triton-only"])
+def test_auto_realizes_the_fastest_whole_program(monkeypatch, own_cache, fastest: str) -> None:
+    """GPU timing replaced: each contending program is built on a copy (checked by
+    running it on the reference backend) from the candidates priced once, and the
+    fastest policy's cover is the one ``auto`` realizes, with the contest in its record."""
+    from dnnc.partition import contest, partitioner
+    from dnnc.partition.pricing import price
+
+    monkeypatch.setattr(partitioner, "should_measure", lambda: True)
+    monkeypatch.setattr(partitioner, "measure_what_matters", lambda preds, cands, params, report: cands)
+    pricings: list[int] = []
+    monkeypatch.setattr(partitioner, "price", lambda cands, *a: pricings.append(len(cands)) or price(cands, *a))
+    program, kernels = _contending(monkeypatch, fastest)
     monkeypatch.setattr(contest, "MARGIN", 100.0)
     monkeypatch.setattr(contest, "MARGINS", {})
     record = partitioned(program, "auto")
@@ -449,7 +459,7 @@ def test_near_ties_are_swapped_in_one_more_contending_program(monkeypatch, own_c
     within ``TIE`` of it, ``auto``'s cover with those groups swapped is one more whole
     program in the contest (right on the reference backend); when it runs fastest its
     cover is realized, as ``auto``'s."""
-    from dnnc.partition import contest, partitioner
+    from dnnc.partition import partitioner
 
     def tied(preds, cands, params, report):
         for c in cands:
@@ -459,18 +469,7 @@ def test_near_ties_are_swapped_in_one_more_contending_program(monkeypatch, own_c
 
     monkeypatch.setattr(partitioner, "should_measure", lambda: True)
     monkeypatch.setattr(partitioner, "measure_what_matters", tied)
-    program, model, _ = block_program(torch.float16)
-    x = torch.randn(2, 3, 16, 16, dtype=torch.float16)
-    expected = flat(eager_exact(model, [x]))[0]
-    kernels: dict[str, Counter] = {}
-
-    def fake_build(program, build):
-        built = contest.contender_program(program, build)
-        assert_matches(run_reference(built, [x])[0], expected, torch.float16)
-        kernels[build.policy] = _kernels(built)
-        return contest.Built(built, None, 1.0 if build.policy == partitioner.TIES_SWAPPED else 2.0)
-
-    monkeypatch.setattr(contest, "build_and_time", fake_build)
+    program, kernels = _contending(monkeypatch, partitioner.TIES_SWAPPED)
     record = partitioned(program, "auto")
     assert partitioner.TIES_SWAPPED in kernels and kernels[partitioner.TIES_SWAPPED] != kernels["auto"]
     assert record["programs"]["winner"] == partitioner.TIES_SWAPPED and record["policy"] == "auto"
