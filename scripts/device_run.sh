@@ -44,6 +44,9 @@
 #   timing-probe  device_time_ms on kernels of microseconds against each replay timed alone (bench/timing_probe.py)
 #   call-overhead  a compiled program's call, piece by piece on the host ($OVERHEAD_WORKLOADS,
 #              default conv-block-b1; bench/call_overhead.py)
+#   ncu-kernels  Nsight Compute's counters of every kernel of one call ($NCU_WORKLOADS, default
+#              resnet50-b32; compiled and saved first, then loaded under ncu; bench/ncu_kernels.py):
+#              $OUT/ncu-<workload>.csv and .json
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
 #              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels --own-kernels;
 #              bench/compile_profile.py); with $AB_SIDES, each side's tree in turn (as in ab), under
@@ -235,6 +238,17 @@ for step in $steps; do
         # shellcheck disable=SC2086
         python3 bench/buckets.py --workload "$w" ${BUCKET_VARIANTS:+--variants "$BUCKET_VARIANTS"} ${BUCKET_NAME:+--name "$w-$BUCKET_NAME"} \
           --out "$OUT" 2>&1 | tee "$OUT/buckets-$w.log" || status=1
+      done ;;
+    ncu-kernels)
+      ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      [ -n "$ncu_bin" ] || { echo "ncu-kernels: no ncu here"; status=2; }
+      for w in $(echo "${NCU_WORKLOADS:-resnet50-b32}" | tr , ' '); do
+        [ -n "$ncu_bin" ] || break
+        python3 bench/ncu_kernels.py save --workload "$w" --artifact "/tmp/ncu-$w.dnnc" > "$OUT/ncu-$w.log" 2>&1 || { status=1; continue; }
+        "$ncu_bin" --clock-control none --profile-from-start off --target-processes application-only \
+          --section SpeedOfLight --section Occupancy --section LaunchStats --csv --log-file "$OUT/ncu-$w.csv" \
+          python3 bench/ncu_kernels.py run --workload "$w" --artifact "/tmp/ncu-$w.dnnc" >> "$OUT/ncu-$w.log" 2>&1 || status=1
+        python3 bench/ncu_kernels.py table "$OUT/ncu-$w.csv" --out "$OUT/ncu-$w.json" | tee -a "$OUT/ncu-$w.log" | head -80
       done ;;
     cold-load)
       python3 bench/cold_load.py ${COLD_LOAD_WORKLOADS:+--workloads "$COLD_LOAD_WORKLOADS"} --out "$OUT" 2>&1 \
