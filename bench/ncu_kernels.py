@@ -41,7 +41,10 @@ METRICS = {
     "Achieved Occupancy": "occupancy_pct",
     "Registers Per Thread": "registers",
     "Waves Per SM": "waves",
+    "SM Frequency": "sm_mhz",
 }
+DURATION_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
+"""Microseconds per unit ncu may write a duration in (2025.3 writes ``ns``)."""
 
 
 def _workload(workload: str) -> tuple[Any, list[Any]]:
@@ -112,7 +115,9 @@ def table(csv_path: Path) -> list[dict[str, Any]]:
         value = _number(row.get("Metric Value", ""))
         if value is not None and name == "duration_us":
             unit = row.get("Metric Unit", "")
-            value *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1.0)
+            value *= DURATION_UNITS.get(unit, 1.0)
+        if value is not None and name == "sm_mhz":
+            value /= 1e6 if row.get("Metric Unit", "") == "hz" else 1.0
         kernel[name] = value
     return [kernels[i] for i in sorted(kernels)]
 
