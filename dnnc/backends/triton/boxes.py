@@ -345,12 +345,9 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "        mbarrier.init(empty.index(i), count=1)",
         "    for i in gl.static_range(2):",
         "        mbarrier.init(turn.index(i), count=1)",
-        "    pid = gl.program_id(0)",
-        "    programs = gl.num_programs(0)",
-        "    tiles = gl.cdiv(TILES - pid, programs)",
-        f"    args = (({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, turn), pid, programs, tiles)",
-        f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
-        "",
+        *pingpong.warp_specialized(
+            "TILES", f"({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, turn)", (CONSUMER_REGS, LOADER_REGS)
+        ),
     ]
     return "\n".join(lines)
 
@@ -462,12 +459,9 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
         "        mbarrier.init(ready.index(i), count=1)",
         "        mbarrier.init(empty.index(i), count=1)",
         "    mbarrier.init(w_ready, count=1)",
-        "    pid = gl.program_id(0)",
-        "    programs = gl.num_programs(0)",
-        "    tiles = gl.cdiv(TILES - pid, programs)",
-        f"    args = (({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, w_ready), pid, programs, tiles)",
-        f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
-        "",
+        *pingpong.warp_specialized(
+            "TILES", f"({pointers},), ({descs},), (a_bufs, w_bufs, c_bufs), (ready, empty, w_ready)", (CONSUMER_REGS, LOADER_REGS)
+        ),
     ]
     return "\n".join(lines)
 

@@ -390,14 +390,28 @@ def module_text(
         "        mbarrier.init(r_ready.index(i), count=1)",
         "        mbarrier.init(r_empty.index(i), count=1)",
         "        mbarrier.init(turn.index(i), count=1)",
-        "    pid = gl.program_id(0)",
-        "    programs = gl.num_programs(0)",
-        "    tiles = gl.cdiv(gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N) - pid, programs)",
-        f"    args = (({pointers},), ({', '.join(descs)},), (a_bufs, w_bufs, c_bufs, r_bufs), (ready, empty, r_ready, r_empty, turn), pid, programs, tiles)",
-        f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{CONSUMER_REGS}, {LOADER_REGS}])",
-        "",
+        *warp_specialized(
+            "gl.cdiv(M, BLOCK_M) * gl.cdiv(N, BLOCK_N)",
+            f"({pointers},), ({', '.join(descs)},), (a_bufs, w_bufs, c_bufs, r_bufs), (ready, empty, r_ready, r_empty, turn)",
+            (CONSUMER_REGS, LOADER_REGS),
+        ),
     ]
     return "\n".join(lines)
+
+
+def warp_specialized(tiles: str, args: str, regs: tuple[int, int]) -> list[str]:
+    """A persistent kernel's last lines: this program's share of the ``tiles`` output tiles
+    (every ``programs``-th from its own), and its two consumer warpgroups and its loader
+    started on ``args`` (pointers, descriptors, buffers, barriers) with ``regs`` registers
+    a thread (consumers, loader)."""
+    return [
+        "    pid = gl.program_id(0)",
+        "    programs = gl.num_programs(0)",
+        f"    tiles = gl.cdiv({tiles} - pid, programs)",
+        f"    args = ({args}, pid, programs, tiles)",
+        f"    gl.warp_specialize([(consumer0, args), (consumer1, args), (loader, args)], [4, 4], [{regs[0]}, {regs[1]}])",
+        "",
+    ]
 
 
 PDL_WAIT = 'gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)'
