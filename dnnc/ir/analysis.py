@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
@@ -110,6 +110,13 @@ def is_ungrouped_conv(op: object) -> bool:
     return isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == 1
 
 
+def is_channelwise_conv(op: object) -> bool:
+    """A convolution whose every output channel reads one input channel (depthwise, with
+    or without a channel multiplier): as an implicit GEMM its tiles would be one column
+    wide, so Triton gives it a kernel of its own (``kernels._channelwise_conv``)."""
+    return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
+
+
 def is_pixelwise_conv(op: object) -> bool:
     """A 1x1, stride-1, unpadded convolution: each output pixel reads its own input pixel,
     so as an implicit GEMM it is a plain GEMM over the pixels, and its rows are as
@@ -125,6 +132,43 @@ def has_one_use(value: SSAValue) -> bool:
 PINNED_ATTR = "dnnc.pinned"
 """On a transpose a pass placed where it is on purpose (a kernel's output layout,
 ``triton-channels-last``): ``sink-transposes`` does not move it."""
+
+
+NCHW_OUTPUTS_ATTR = "dnnc.nchw_outputs"
+"""On a group holding a depthwise convolution extracted to be timed alone
+(``partition.extract``): the 4-D results that the whole program's readers take NCHW
+(``taken_channels_last`` is false for them), which ``triton-channels-last-boundary``
+leaves NCHW."""
+
+
+def taken_channels_last(value: SSAValue) -> bool:
+    """Whether every reader of a 4-D value takes it channels-last in a GPU program: a
+    convolution's input (cuDNN's and Triton's read NHWC), a transpose to NHWC (a model's
+    own permute), a lone reduction or pooling (its kernel reads the transpose back as rows
+    of channels, ``fusion.reduction_prologue``), or elementwise ops whose results are taken
+    so. With another reader (a squeeze-excite block's mean beside its scaling) the value is
+    stored NCHW: a depthwise convolution's kernel then stores its channels H x W apart."""
+    known: dict[SSAValue, bool] = {}
+
+    def taken(v: SSAValue) -> bool:
+        if v not in known:
+            uses = list(v.uses)
+            known[v] = bool(uses) and all(_takes_channels_last(u.operation, u.index, len(uses), taken) for u in uses)
+        return known[v]
+
+    return taken(value)
+
+
+def _takes_channels_last(op: Operation, index: int, readers: int, taken: Callable[[SSAValue], bool]) -> bool:
+    if isinstance(op, tcp.Conv2dOp):
+        return index == 0
+    if isinstance(op, tcp.TransposeOp):
+        return tuple(ints(op.permutation)) == TO_NHWC
+    if isinstance(op, (tcp.ReduceOp, tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
+        return readers == 1
+    if isinstance(op, tcp.ELEMENTWISE_OPS):
+        return all(len(shape_of(r)) == 4 and taken(r) for r in op.results)
+    return False
 
 
 NCHW_INPUTS_ATTR = "dnnc.nchw_inputs"

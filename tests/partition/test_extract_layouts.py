@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import NCHW_INPUTS_ATTR
+from dnnc.ir.analysis import NCHW_INPUTS_ATTR, NCHW_OUTPUTS_ATTR, is_channelwise_conv, taken_channels_last
 from dnnc.ir.attrs import ints
 from dnnc.partition.extract import extract
 from dnnc.pipeline import to_canonical_tcp
@@ -41,3 +41,33 @@ def test_a_group_without_a_convolution_is_extracted_as_before() -> None:
     program = to_canonical_tcp(NormThenConvs().eval(), (torch.randn(2, 8, 6, 6),))
     ops = [op for op in program.entry.body.block.ops if not isinstance(op, (*tcp.SOURCE_OPS, tcp.Conv2dOp))]
     assert NCHW_INPUTS_ATTR not in extract(ops[:1], program.params).entry.attributes
+
+
+class DepthwiseReaders(nn.Module):
+    """Two depthwise convolutions: one read by a squeeze-excite block (its mean beside its
+    scaling), one by a 1x1 convolution after a SiLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.excited = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.reduce = nn.Conv2d(8, 4, 1)
+        self.expand = nn.Conv2d(4, 8, 1)
+        self.plain = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.project = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.excited(x)
+        gate = torch.sigmoid(self.expand(nn.functional.silu(self.reduce(y.mean((2, 3), keepdim=True)))))
+        return self.project(nn.functional.silu(self.plain(y * gate)))
+
+
+def test_a_depthwise_result_read_by_a_squeeze_excite_block_is_named_nchw() -> None:
+    """Its readers take it NCHW (``taken_channels_last``), so it is timed storing NCHW;
+    the one a 1x1 convolution reads through a SiLU is timed storing channels-last."""
+    program = to_canonical_tcp(DepthwiseReaders().eval(), (torch.randn(2, 8, 6, 6),))
+    depthwise = [op for op in program.entry.body.block.ops if isinstance(op, tcp.Conv2dOp) and is_channelwise_conv(op)]
+    assert len(depthwise) == 2
+    excited, plain = depthwise
+    assert not taken_channels_last(excited.results[0]) and taken_channels_last(plain.results[0])
+    assert list(ints(extract([excited], program.params).entry.attributes[NCHW_OUTPUTS_ATTR])) == [0]
+    assert NCHW_OUTPUTS_ATTR not in extract([plain], program.params).entry.attributes

@@ -33,7 +33,16 @@ from dnnc.backends.triton.configs import split_k
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.backends.triton.skeleton import product_sizes
 from dnnc.ir import tcp
-from dnnc.ir.analysis import NCHW_INPUTS_ATTR, PINNED_ATTR, TO_NCHW, TO_NHWC, is_one_by_one_conv, is_ungrouped_conv
+from dnnc.ir.analysis import (
+    NCHW_INPUTS_ATTR,
+    NCHW_OUTPUTS_ATTR,
+    PINNED_ATTR,
+    TO_NCHW,
+    TO_NHWC,
+    is_channelwise_conv,
+    is_one_by_one_conv,
+    is_ungrouped_conv,
+)
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.types import shape_of
 
@@ -43,8 +52,10 @@ def hands_channels_last(op: Operation) -> bool:
     pixels either way), or one with a window whose product splits K (``configs.split_k``:
     few output tiles, a long K), with a used result of more than one pixel per image: on
     one pixel (a squeeze-excite FC) both layouts are one, and the transposes would become
-    reshapes the kernel cannot end in. A grouped or depthwise one keeps its own tiles
-    (``kernels._channelwise_conv``: channels by pixels).
+    reshapes the kernel cannot end in. So is a depthwise one: it reads a channels-last
+    input on strips of contiguous channels (``kernels._channelwise_strips``) and stores
+    them so, where storing NCHW it wrote each channel H x W apart; ConvNeXt's layer norm
+    after it reads the channels as rows. Other grouped ones keep their NCHW tiles.
 
     A windowed convolution of many tiles stays NCHW at its edges: handed channels-last
     too, ResNet-50's 3x3 convolutions at batch 32 were priced on Triton at 0.017-0.025 ms
@@ -60,8 +71,10 @@ def hands_channels_last(op: Operation) -> bool:
     kernel reads its input and stores its output as NHWC boxes, and is offered first on
     Hopper. On another GPU such a convolution is a Triton tile reading and storing NHWC
     (measured only on Hopper: not measured there)."""
-    if not is_ungrouped_conv(op) or PART_ATTR not in op.attributes or not op.result.uses:
+    if PART_ATTR not in op.attributes or not (is_ungrouped_conv(op) or is_channelwise_conv(op)) or not op.result.uses:
         return False
+    if not is_ungrouped_conv(op):
+        return math.prod(shape_of(op.result)[2:]) > 1
     if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)) and not stem.fits(op) and not boxes.offered(op):
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
@@ -138,6 +151,11 @@ class ChannelsLastBoundary(ModulePass):
             if any(hands_channels_last(o) for o in fn.walk()):
                 _channels_last_edges(fn)
             fn.attributes.pop(NCHW_INPUTS_ATTR, None)
+            fn.attributes.pop(NCHW_OUTPUTS_ATTR, None)
+
+
+def _transposes(op: object, permutation: tuple[int, ...]) -> bool:
+    return isinstance(op, tcp.TransposeOp) and tuple(ints(op.permutation)) == permutation
 
 
 def _spatial(t: Attribute) -> bool:
@@ -146,11 +164,18 @@ def _spatial(t: Attribute) -> bool:
 
 def _channels_last_edges(fn: func.FuncOp) -> None:
     """Every 4-D argument but those the program hands NCHW (``NCHW_INPUTS_ATTR``) and every
-    4-D result channels-last."""
+    4-D result but those its readers take NCHW (``NCHW_OUTPUTS_ATTR``) channels-last. A
+    value the group itself moves between the layouts is channels-last as it is: an
+    argument it only transposes NHWC -> NCHW, or a result it transposed NCHW -> NHWC (the
+    model's own permutes, ConvNeXt's around its layer norm).
+    Transposed again, a depthwise convolution's group ending in such a permute was timed
+    storing its channels W apart: 29 us alone where it runs in 15.7 (ConvNeXt-T's stage-2
+    convolution at batch 32, H200), and cuDNN's 42 us kept the others."""
     block = fn.body.block
     first = block.first_op
     kept = fn.attributes.get(NCHW_INPUTS_ATTR)
     nchw = {block.args[i] for i in ints(kept)} if kept is not None else set()
+    nchw |= {a for a in block.args if a.uses and all(_transposes(u.operation, TO_NCHW) for u in a.uses)}
     for arg in [a for a in block.args if _spatial(a.type) and a not in nchw]:
         n, c, h, w = shape_of(arg)
         nhwc = block.insert_arg(TensorType(arg.type.element_type, [n, h, w, c]), arg.index)  # type: ignore[attr-defined]
@@ -163,9 +188,11 @@ def _channels_last_edges(fn: func.FuncOp) -> None:
         block.erase_arg(arg)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
+    kept = fn.attributes.get(NCHW_OUTPUTS_ATTR)
+    nchw_results = set(ints(kept)) if kept is not None else set()
     results = []
-    for v in ret.operands:
-        if _spatial(v.type):
+    for i, v in enumerate(ret.operands):
+        if _spatial(v.type) and i not in nchw_results and not _transposes(v.owner, TO_NHWC):
             to_nhwc = tcp.TransposeOp.make([v], {"permutation": i64_array(TO_NHWC)})
             Rewriter.insert_op(to_nhwc, InsertPoint.before(ret))
             v = to_nhwc.result

@@ -15,12 +15,13 @@ import math
 from dnnc import knobs
 from dnnc.backends.triton import boxes, pingpong, stem
 from dnnc.backends.triton.layout import load_axis, tile_axes
-from dnnc.backends.triton.ops import is_channelwise
+from dnnc.backends.triton.ops import reads_channels_last_through_elementwise
 from dnnc.backends.triton.rows import ROW_KINDS, row_axes
 from dnnc.backends.triton.skeleton import GroupInfo, pow2, product_sizes
 from dnnc.backends.triton.tma import TMA_CAPABILITY, operands
 from dnnc.ir import tcp
-from dnnc.ir.types import element_of, numel, shape_of, torch_dtype
+from dnnc.ir.analysis import is_channelwise_conv
+from dnnc.ir.types import element_name, element_of, numel, shape_of, torch_dtype
 
 MAX_ROW_TILE = 8192
 """Longest row held in registers at once (elements, float32 in registers)."""
@@ -40,18 +41,22 @@ CONFIG_KEYS = (
     "STEM",
     "BOXES",
     "BOX_H",
+    "STRIP",
+    "HALF",
     "num_warps",
     "num_stages",
 )
-OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "STEM", "BOXES", "BOX_H", "num_warps", "num_stages")
+OPTIONAL_KEYS = ("TMA", "SPLIT_K", "PDL", "PINGPONG", "STEM", "BOXES", "BOX_H", "STRIP", "HALF", "num_warps", "num_stages")
 """Keys a config may give that the kind's first heuristic config need not have: launch
 options, ``TMA: 1`` (a product's operand tiles loaded through TMA, ``tma``),
 ``PINGPONG`` (a Gluon kernel of that many operand stages, ``pingpong``), ``STEM`` (a
 stem convolution as a Gluon kernel on cells of the image with that many stages, ``stem``),
 ``BOXES`` and ``BOX_H`` (a 3x3 convolution as a Gluon kernel on TMA boxes of the image, that
 many stages, ``BLOCK_M`` pixels in ``BOX_H`` rows a tile, ``boxes``),
-``SPLIT_K`` (a product's K cut into that many slices, each its own programs) and
-``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
+``STRIP`` and ``HALF`` (a depthwise convolution of a channels-last input on strips of
+that many output columns, a window row's products summed in float16 with ``HALF: 1``,
+``kernels._channelwise_strips``), ``SPLIT_K`` (a product's K cut into that many slices,
+each its own programs) and ``PDL: 1`` (launched with Programmatic Dependent Launch, ``with_launch``)."""
 PDL_CAPABILITY = 90
 """Programmatic Dependent Launch (``griddepcontrol``) is Hopper's and later's."""
 LAUNCH_EARLY_ATTR = "dnnc.launch_early"
@@ -73,6 +78,8 @@ configs), with which those gained 10% and 11%; not measured again within one wav
 Which configs fit is known once a config's source is generated (``launch``)."""
 MAX_SPLIT_K = 64
 """Most slices a product's K may be cut into."""
+MAX_STRIP = 16
+"""Most output columns a depthwise kernel's strip may hold (each its own accumulator tile)."""
 MAX_BLOCK = 1 << 16
 """Largest block extent a config may give (``tl.arange`` over more does not compile
 in reasonable time or registers)."""
@@ -89,8 +96,10 @@ def config_problem(key: str, value: object) -> str | None:
         return f"{value} is not a power of two (tl.arange needs one)"
     if key.startswith("BLOCK") and value > MAX_BLOCK:
         return f"{value} is over {MAX_BLOCK}"
-    if key in ("TMA", "PDL") and value != 1:
+    if key in ("TMA", "PDL", "HALF") and value != 1:
         return f"{value}: {key} is 1 where given"
+    if key == "STRIP" and value > MAX_STRIP:
+        return f"{value} columns: a strip has at most {MAX_STRIP}"
     if key == "SPLIT_K" and value > MAX_SPLIT_K:
         return f"{value} slices: at most {MAX_SPLIT_K}"
     if key == "num_warps" and value not in (1, 2, 4, 8, 16, 32):
@@ -192,6 +201,42 @@ def channelwise(m: int, n: int) -> list[Config]:
     for bm, bn, warps in shapes:
         block_m, block_n = min(bm, pow2(m)), min(bn, pow2(n))
         configs.append({"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": max(1, min(warps, block_m * block_n // 256))})
+    return _unique(configs)
+
+
+STRIP_TILES = ((16, 64, 4, 1), (32, 32, 4, 1), (8, 32, 2, 1), (8, 64, 4, 0), (4, 32, 1, 1))
+"""``BLOCK_M`` strips by ``BLOCK_N`` channels, warps, ``HALF`` of a depthwise kernel on
+strips: the fastest of 44 configs on an H200 for convnext_tiny's four 7x7 convolutions at
+batch 32 (``bench/depthwise_strip_probe.py``; float32 products won only at 768 x 7 x 7,
+by 6%), and a small tile for a batch of one."""
+
+
+def strip_width(width: int) -> int:
+    """Output columns of a depthwise kernel's strip for an output ``width`` wide: 7 (the
+    probe's best, dividing every width of a 224-pixel image's pyramid), else the first of
+    8, 6, 5 and 4 that divides it, else 7 or the whole width, the last strip masked."""
+    return next((s for s in (7, 8, 6, 5, 4) if width % s == 0), min(width, 7))
+
+
+def channelwise_strips(op: tcp.Conv2dOp) -> list[Config]:
+    """Configs of a depthwise convolution of a channels-last input on strips of output
+    columns (``kernels._channelwise_strips``): ``HALF`` ones for float16 operands only."""
+    nb, o, ho, wo = shape_of(op.results[0])
+    strip = strip_width(wo)
+    rows = nb * ho * math.ceil(wo / strip)
+    half = all(element_name(element_of(v)) == "f16" for v in (op.input, op.weight))
+    configs = []
+    for bm, bn, warps, halved in STRIP_TILES:
+        if halved and not half:
+            continue
+        block_m, block_n = min(bm, pow2(rows)), min(bn, pow2(o))
+        config = {
+            "BLOCK_M": block_m,
+            "BLOCK_N": block_n,
+            "STRIP": strip,
+            "num_warps": max(1, min(warps, block_m * block_n // 128)),
+        }
+        configs.append({**config, "HALF": 1} if halved else config)
     return _unique(configs)
 
 
@@ -358,7 +403,10 @@ def candidates(info: GroupInfo, capability: int | None = None) -> list[Config]:
         _, _, sq, d = shape_of(op.query)
         itemsize = torch_dtype(element_of(op.query)).itemsize
         return attention(sq, shape_of(op.key)[2], d, shape_of(op.value)[3], itemsize)
-    if is_channelwise(op):
+    if is_channelwise_conv(op):
+        assert isinstance(op, tcp.Conv2dOp)
+        if reads_channels_last_through_elementwise(op):
+            return channelwise_strips(op)
         nb, o, ho, wo = shape_of(op.results[0])
         return channelwise(nb * ho * wo, o)
     m, n, k, batch = product_sizes(op)

@@ -14,7 +14,8 @@ a K tile reads the weight along its channels as well.
 
 It runs after ``fold-params`` (which would fold the transpose back into an OIHW parameter)
 and before ``triton-fuse``. Only a window larger than one pixel and a weight that is a
-parameter qualify: a 1x1 weight is OI either way.
+parameter qualify: a 1x1 weight is OI either way. A depthwise convolution's weight is
+stored IHWO instead (``TO_IHWO``): its kernel reads one tap for many output channels.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dnnc.backends.triton.fusion import PART_ATTR
 from dnnc.backends.triton.ops import reads_channels_last
 from dnnc.ir import tcp
-from dnnc.ir.analysis import TO_NCHW
+from dnnc.ir.analysis import TO_NCHW, is_channelwise_conv
 from dnnc.ir.attrs import i64_array
 from dnnc.ir.params import ParamStore
 from dnnc.ir.rewriting import ParamPass
@@ -36,6 +37,11 @@ from dnnc.ir.types import shape_of
 
 TO_OHWI = (0, 2, 3, 1)
 """OIHW -> OHWI (the weight's channels innermost), the same permutation as NCHW -> NHWC."""
+TO_IHWO = (1, 2, 3, 0)
+"""OIHW -> IHWO (the output channels innermost): a depthwise weight ``[O, 1, KH, KW]`` as
+``[1, KH, KW, O]``, one tap's weights contiguous along the channels its kernel's tile runs
+along (``kernels._channelwise_strips``); OHWI would leave them KH x KW apart."""
+FROM_IHWO = (3, 0, 1, 2)
 
 
 def reads_weight_channels_first(op: object) -> bool:
@@ -52,19 +58,20 @@ class TritonConvWeights(ParamPass):
     name = "triton-conv-weights"
 
     def apply_with_params(self, ctx: Context, op: ModuleOp, params: ParamStore) -> None:
-        stored: dict[str, str] = {}  # an OIHW parameter -> its OHWI copy (a weight shared by two convolutions)
+        stored: dict[tuple[str, str], str] = {}  # (an OIHW parameter, layout) -> its copy (a weight shared by two convolutions)
         for conv in [o for o in op.walk() if reads_weight_channels_first(o)]:
             assert isinstance(conv, tcp.Conv2dOp)
             source = conv.weight.owner
             assert isinstance(source, tcp.ParamOp)
-            o, i, kh, kw = shape_of(conv.weight)
-            name = source.param_name
-            if name not in stored:
-                stored[name] = params.fresh_name(f"{name}.ohwi")
-                params.add(stored[name], params[name].permute(*TO_OHWI).contiguous())
+            layout, to, back_to = ("ihwo", TO_IHWO, FROM_IHWO) if is_channelwise_conv(conv) else ("ohwi", TO_OHWI, TO_NCHW)
+            key = (source.param_name, layout)
+            if key not in stored:
+                stored[key] = params.fresh_name(f"{source.param_name}.{layout}")
+                params.add(stored[key], params[source.param_name].permute(*to).contiguous())
             element = conv.weight.type.element_type  # type: ignore[attr-defined]
-            ohwi = tcp.ParamOp(stored[name], TensorType(element, [o, kh, kw, i]))
-            back = tcp.TransposeOp.make([ohwi.result], {"permutation": i64_array(TO_NCHW)})
+            shape = shape_of(conv.weight)
+            copy = tcp.ParamOp(stored[key], TensorType(element, [shape[a] for a in to]))
+            back = tcp.TransposeOp.make([copy.result], {"permutation": i64_array(back_to)})
             back.attributes[PART_ATTR] = conv.attributes[PART_ATTR]
-            Rewriter.insert_op([ohwi, back], InsertPoint.before(conv))
+            Rewriter.insert_op([copy, back], InsertPoint.before(conv))
             conv.operands = [conv.operands[0], back.result, *conv.operands[2:]]

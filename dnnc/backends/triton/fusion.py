@@ -14,8 +14,8 @@ absorbs the groups of its operands' producers when the union is still one kernel
   ops (``LAYOUT_OPS``: transpose, reshape, slice, pad), since a pooled element is
   computed at whatever position is stored: ``transpose -> max_pool2d -> transpose``
   around a channels-last tensor is one NHWC -> NHWC kernel; after a convolution
-  computed as an implicit GEMM also transposes, stored at permuted positions (a
-  1x1 convolution feeding a cuDNN depthwise one stores NHWC);
+  also transposes, stored at permuted positions (a 1x1 convolution feeding a cuDNN
+  depthwise one stores NHWC, a depthwise one feeding a layer norm over channels too);
 * outputs a kernel can store: a pointwise group's outputs have one element count; an
   anchored group's outputs are the anchor's result shape, or (row kernels only) the
   anchor input's shape (a residual sum stored on the way into a layer_norm); a pooling
@@ -64,12 +64,11 @@ from dnnc.backends.triton.ops import (
     ROW_ANCHORS,
     SELECT_ANCHORS,
     is_anchor,
-    is_channelwise,
     kind_of,
     summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_output_view, is_ungrouped_conv
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_channelwise_conv, is_output_view, is_ungrouped_conv
 from dnnc.ir.attrs import ints
 from dnnc.ir.types import numel, shape_of
 
@@ -263,9 +262,10 @@ def _back_to_nchw(op: Operation) -> bool:
 
 
 def conv_prologue(op: Operation) -> bool:
-    """A transpose of a runtime NHWC tensor back to NCHW that ungrouped convolutions, and
-    nothing else, read as their input: their prologue (``ops.reads_channels_last``), never
-    its producer's epilogue. In the producer's kernel the transpose would have it store
+    """A transpose of a runtime NHWC tensor back to NCHW that ungrouped or depthwise
+    convolutions, and nothing else, read as their input: their prologue
+    (``ops.reads_channels_last``; a depthwise one then runs on strips of contiguous
+    channels, ``kernels._channelwise_strips``), never its producer's epilogue. In the producer's kernel the transpose would have it store
     NCHW, and each convolution read that: a window's K tiles H x W apart (ResNet-50's
     stage-1 3x3 convolution at batch 32 on an H200: 0.089 ms against 0.022-0.025 reading
     NHWC), a 1x1 one's pixels through pointer tiles where an NHWC tensor gives TMA tiles of
@@ -276,7 +276,7 @@ def conv_prologue(op: Operation) -> bool:
     if not _back_to_nchw(op):
         return False
     uses = list(op.result.uses)
-    return bool(uses) and all(is_ungrouped_conv(u.operation) and u.index == 0 for u in uses)
+    return bool(uses) and all((is_ungrouped_conv(u.operation) or is_channelwise_conv(u.operation)) and u.index == 0 for u in uses)
 
 
 def reduction_prologue(op: Operation) -> bool:
@@ -335,12 +335,12 @@ def _copy_conv_prologues(block: Block) -> frozenset[Operation]:
 def _may_follow(anchor: Operation) -> tuple[type, ...]:
     """The ops a group may hold after its anchor: elementwise ops, and also layout ops
     after a pooling (a pooled element is computed at whatever position is stored) and
-    transposes after a convolution computed as an implicit GEMM (its tile is stored at
-    positions permuted as the transposes permute them, ``skeleton.store_outputs``: the
-    channels-last copy a cuDNN convolution reads next costs no kernel of its own)."""
+    transposes after a convolution (its tile is stored at positions permuted as the
+    transposes permute them, ``skeleton.store_outputs``: the channels-last copy a cuDNN
+    convolution or a layer norm over channels reads next costs no kernel of its own)."""
     if isinstance(anchor, POOL_ANCHORS):
         return (*ELEMENTWISE, *LAYOUT_OPS)
-    if isinstance(anchor, tcp.Conv2dOp) and not is_channelwise(anchor):
+    if isinstance(anchor, tcp.Conv2dOp):
         return (*ELEMENTWISE, tcp.TransposeOp)
     return ELEMENTWISE
 

@@ -58,7 +58,7 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.backends.triton import boxes, pingpong, stem, tma
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Columns, Index, KernelEmitter
 from dnnc.backends.triton.layout import tile_axes
-from dnnc.backends.triton.ops import is_channelwise, reads_channels_last
+from dnnc.backends.triton.ops import reads_channels_last
 from dnnc.backends.triton.rows import ROW_KINDS, rows_kernel
 from dnnc.backends.triton.skeleton import (
     INT32_LIMIT,
@@ -82,7 +82,7 @@ from dnnc.backends.triton.skeleton import (
     store_outputs,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import is_one_by_one_conv, is_pixelwise_conv
+from dnnc.ir.analysis import is_channelwise_conv, is_one_by_one_conv, is_pixelwise_conv
 from dnnc.ir.attrs import ints, scalar
 from dnnc.ir.types import describe, element_name, element_of, is_float, numel, shape_of
 
@@ -165,7 +165,9 @@ def _product(info: GroupInfo, config: dict[str, int], interpret: bool, one_loop:
     both K (``_summed_operand_tiles``) where their operand tiles are plain loads."""
     op = info.anchor
     assert op is not None
-    if is_channelwise(op):
+    if is_channelwise_conv(op):
+        if config.get("STRIP"):
+            return _channelwise_strips(info, config, interpret)
         return _channelwise_conv(info, config, interpret)
     split = config.get("SPLIT_K", 1)
     if split > 1 and config.get("TMA"):
@@ -604,6 +606,107 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
     name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn}, config)
     return KernelSource(info.kind, name, text, signature, (math.ceil(m / bm), math.ceil(o / bn), 1), launch_options(config))
+
+
+def _channelwise_strips(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
+    """A depthwise convolution of a channels-last input (``configs.channelwise_strips``):
+    a program owns ``BLOCK_M`` strips of ``STRIP`` neighbouring output columns (one output
+    row each) by ``BLOCK_N`` channels, the channels the tile's contiguous axis. For each
+    row of the window it loads every input column the strip reads once, each a tile of
+    contiguous channels, and adds it into each output column that reads it: a 7x7 window
+    costs 13 loads an output at a strip of 7 where tap by tap it costs 49, each from L1 at
+    best. With ``HALF`` (float16 operands only) a window row's products are summed in
+    float16 (two to an instruction, no conversions) before they join the float32
+    accumulator, as cuDNN's channels-last kernel's error suggests it does too: on an H200,
+    convnext_tiny's stage-1 convolution at batch 32 (96 x 56 x 56, 7x7) ran 30 us so,
+    39 us with float32 products, 89 tap by tap and 91 in cuDNN's kernel
+    (``bench/depthwise_strip_probe.py``). Each column of the strip runs the epilogue
+    and stores on its own (``skeleton.store_outputs`` at its positions); a result handed
+    channels-last stores contiguous channels."""
+    op = info.anchor
+    assert isinstance(op, tcp.Conv2dOp)
+    pointers, signature, outs = pointer_names(info)
+    out_shape = shape_of(op.results[0])
+    for y in info.outputs:
+        anchor_axes(info, y)
+    nb, c, h, w = shape_of(op.input)
+    o, _, kh, kw = shape_of(op.weight)
+    _, _, ho, wo = out_shape
+    multiplier = o // scalar(op.groups)
+    sh, sw = ints(op.stride)
+    top, _, left, _ = ints(op.padding)
+    dh, dw = ints(op.dilation)
+    strip, half = config["STRIP"], bool(config.get("HALF"))
+    if half and any(element_name(element_of(v)) != "f16" for v in (op.input, op.weight)):
+        raise CodegenError(f"{op.name}: HALF sums a window row's products in float16, for float16 operands only")
+    strips = math.ceil(wo / strip)
+    rows = nb * ho * strips
+    em = KernelEmitter(pointers, interpret)
+    em.tile = "(BLOCK_M, BLOCK_N)"
+    em.line("rr = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]")
+    em.line("rc = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
+    em.line(f"n_i = rr // {ho * strips}")
+    em.line(f"ho_i = (rr // {strips}) % {ho}")
+    em.line(f"w0 = (rr % {strips}) * {strip}")
+    em.line(f"c_i = rc // {multiplier}" if multiplier > 1 else "c_i = rc")
+    em.line(f"cmask = (rr < {rows}) & (rc < {o})")
+    for col in range(strip):
+        em.line(f"acc{col} = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)")
+    # the columns of one window row: input column offset -> the (output column, tap) pairs reading it
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for col in range(strip):
+        for tap in range(kw):
+            readers.setdefault(col * sw + tap * dw, []).append((col, tap))
+    with em.block(f"for kh_i in range({kh}):"):
+        em.line(f"hi = ho_i * {sh} - {top} + kh_i * {dh}")
+        em.line(f"hmask = cmask & (hi >= 0) & (hi < {h})")
+        taps = []
+        with em.tiled("(1, BLOCK_N)"):
+            em.line(f"wmask = rc < {o}")
+            for tap in range(kw):
+                wt = em.value(op.weight, Index((o, 1, kh, kw), dims=("rc", "0", "kh_i", str(tap))), "wmask")
+                taps.append(_operand(em, wt, "wmask", half))
+        sums: dict[int, str] = {}
+        for j, pairs in sorted(readers.items()):
+            em.line(f"wi{j} = w0 * {sw} + {j - left}")
+            em.line(f"xmask{j} = hmask & (wi{j} >= 0) & (wi{j} < {w})")
+            x = em.value(op.input, Index((nb, c, h, w), dims=("n_i", "c_i", "hi", f"wi{j}")), f"xmask{j}")
+            x = _operand(em, x, f"xmask{j}", half)
+            for col, tap in pairs:
+                if not half:
+                    em.line(f"acc{col} += {x} * {taps[tap]}")
+                elif col in sums:
+                    em.line(f"{sums[col]} += {x} * {taps[tap]}")
+                else:
+                    sums[col] = em.let(f"{x} * {taps[tap]}", f"row{col}_")
+        for col, total in sums.items():
+            em.line(f"acc{col} += {total}.to(tl.float32)")
+    em.columns = Columns(frozenset({"rc", "c_i"}), "cmask", f"rc < {o}")  # the channels: one per column of the tile
+    for col in range(strip):
+        em.line(f"wo{col} = w0 + {col}")
+        mask = "cmask"
+        if wo % strip:
+            mask = em.let(f"cmask & (wo{col} < {wo})", "omask")
+            em.columns = Columns(frozenset({"rc", "c_i"}), mask, f"rc < {o}")
+        out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", f"wo{col}"))
+        em.anchors[op.results[0]] = (out_ix, f"acc{col}")
+        store_outputs(em, info, outs, out_ix, mask)
+    bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+    name, text = assemble(info, em, signature, {"BLOCK_M": bm, "BLOCK_N": bn}, config)
+    return KernelSource(info.kind, name, text, signature, (math.ceil(rows / bm), math.ceil(o / bn), 1), launch_options(config))
+
+
+def _operand(em: KernelEmitter, value: str, mask: str, half: bool) -> str:
+    """A value read for a product's operand: zero where ``mask`` is off (a padded tap
+    whose prologue would compute something else from the zero loaded there), in float16
+    for ``HALF`` (a plain float16 load as loaded), else float32."""
+    raw = em.raw.get(value)
+    if raw is not None and raw[1] == "f16" and raw[2] == mask and half:
+        em.drop_if_unused(value)
+        return raw[0]
+    if raw is None:
+        value = em.let(f"tl.where({mask}, {value}, 0.0)", "x")
+    return em.let(f"{value}.to(tl.float16)", "h") if half else value
 
 
 # Attention ------------------------------------------------------------------------------

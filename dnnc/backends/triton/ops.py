@@ -29,8 +29,7 @@ from xdsl.ir import Operation, SSAValue
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
 from dnnc.ir.analysis import TO_NCHW, is_ungrouped_conv
-from dnnc.ir.attrs import ints, scalar
-from dnnc.ir.types import shape_of
+from dnnc.ir.attrs import ints
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
 MOVES = (
@@ -143,11 +142,15 @@ def kind_of(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> str:
     return "transpose" if tile_axes(outputs, members.__contains__) else "pointwise"
 
 
-def is_channelwise(op: object) -> bool:
-    """A convolution whose every output channel reads one input channel (depthwise, with
-    or without a channel multiplier): as an implicit GEMM its tiles would be one column
-    wide, so it gets a kernel of its own (``kernels._channelwise_conv``)."""
-    return isinstance(op, tcp.Conv2dOp) and shape_of(op.weight)[1] == 1 and int(scalar(op.groups)) > 1
+def reads_channels_last_through_elementwise(op: tcp.Conv2dOp) -> bool:
+    """Whether the convolution's input is a channels-last tensor brought back to NCHW in
+    its kernel with elementwise ops of one operand after the transpose (a ReLU6 whose
+    producer ran in cuDNN): each element still reads one element of the NHWC tensor."""
+    v = op.input
+    while isinstance(v.owner, ELEMENTWISE) and len(v.owner.operands) == 1:
+        v = v.owner.operands[0]
+    source = v.owner
+    return isinstance(source, tcp.TransposeOp) and tuple(ints(source.permutation)) == TO_NCHW
 
 
 def reads_channels_last(op: tcp.Conv2dOp) -> bool:

@@ -103,9 +103,9 @@ func.func @forward(%x: tensor<2x5x9x7xT>, %w: tensor<5x1x3x3xT>) -> tensor<2x9x7
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 def test_a_depthwise_group_stores_a_transposed_output(dtype: str, rng: torch.Generator) -> None:
-    """``triton-fuse`` leaves a transpose after a depthwise convolution out of its group,
-    but the direct kernel stores any output permuted from its result as the product
-    kernel does (``skeleton.store_outputs``): a group formed elsewhere runs right."""
+    """The direct kernel (an NCHW input) stores any output permuted from its result as the
+    product kernel does (``skeleton.store_outputs``), a transpose ``triton-fuse`` puts in
+    its group included."""
     case = Case("depthwise_stored_nhwc", ("conv2d",), DEPTHWISE_STORED_NHWC)
     program = case.program(dtype)
     inputs = case.inputs(program, rng)

@@ -37,14 +37,26 @@ func.func @residual(%r: tensor<2x5x5x8xf16>) -> tensor<2x8x5x5xf16> {
   func.return %z : tensor<2x8x5x5xf16>
 }
 
-// A depthwise convolution keeps its own tiles (channels by pixels): left alone.
+// A depthwise convolution hands channels-last too (its kernel runs on strips of
+// contiguous channels); a grouped one that is not depthwise is left alone.
 // CHECK-LABEL: func.func @depthwise
+// CHECK:         %[[C:.*]] = tcp.conv2d %{{.*}}, %{{.*}} {dnnc.part = 2 : i64{{.*}}groups = 8
+// CHECK-NEXT:    %[[CN:.*]] = tcp.transpose %[[C]] {dnnc.part = 2 : i64, dnnc.pinned, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
+// CHECK-NEXT:    %[[CB:.*]] = tcp.transpose %[[CN]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    tcp.clamp %[[CB]]
+// CHECK-LABEL: func.func @grouped
 // CHECK-NOT:     tcp.transpose
 func.func @depthwise(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
   %w = tcp.param @wd : tensor<8x1x3x3xf16>
   %c = tcp.conv2d %x, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x5x5xf16>, tensor<8x1x3x3xf16>) -> tensor<2x8x5x5xf16>
   %r = tcp.clamp %c {dnnc.part = 2 : i64, min = 0.0 : f64} : tensor<2x8x5x5xf16>
   func.return %r : tensor<2x8x5x5xf16>
+}
+
+func.func @grouped(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @wg : tensor<8x2x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 4 : i64} : (tensor<2x8x5x5xf16>, tensor<8x2x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %c : tensor<2x8x5x5xf16>
 }
 
 // A 3x3 convolution whose product splits K (25 pixels x 128 channels, K = 1152: two

@@ -52,7 +52,8 @@ func.func @spatial(%x: tensor<1x128x5x5xf16>) -> tensor<1x128x5x5xf16> {
   func.return %c : tensor<1x128x5x5xf16>
 }
 
-// On one pixel per image, and with a depthwise convolution, the program is left as it is.
+// On one pixel per image, and with a grouped convolution that is not depthwise, the
+// program is left as it is; a depthwise one takes and gives channels-last tensors.
 // CHECK-LABEL: func.func @one_pixel
 // CHECK-NOT:     tcp.transpose
 func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
@@ -61,9 +62,17 @@ func.func @one_pixel(%x: tensor<2x8x1x1xf16>) -> tensor<2x4x1x1xf16> {
   func.return %c : tensor<2x4x1x1xf16>
 }
 
-// CHECK-LABEL: func.func @depthwise
+// CHECK-LABEL: func.func @grouped
 // CHECK-SAME:    (%{{.*}}: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16>
 // CHECK-NOT:     tcp.transpose
+func.func @grouped(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
+  %w = tcp.param @wg : tensor<8x2x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 3 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 4 : i64} : (tensor<2x8x5x5xf16>, tensor<8x2x3x3xf16>) -> tensor<2x8x5x5xf16>
+  func.return %c : tensor<2x8x5x5xf16>
+}
+
+// CHECK-LABEL: func.func @depthwise
+// CHECK-SAME:    (%{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
 func.func @depthwise(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
   %w = tcp.param @wd : tensor<8x1x3x3xf16>
   %c = tcp.conv2d %x, %w {dnnc.part = 3 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x5x5xf16>, tensor<8x1x3x3xf16>) -> tensor<2x8x5x5xf16>
@@ -94,4 +103,51 @@ func.func @short_window(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> {
   %w = tcp.param @w8 : tensor<8x8x3x3xf16>
   %c = tcp.conv2d %x, %w {dnnc.part = 5 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf16>, tensor<8x8x3x3xf16>) -> tensor<2x8x5x5xf16>
   func.return %c : tensor<2x8x5x5xf16>
+}
+
+// ConvNeXt's depthwise convolution with its bias and the model's own permute to NHWC
+// before its layer norm, read from the model's permute back from NHWC: that argument and
+// that result are channels-last already and keep their layouts. Lowered alone, one kernel
+// reads and stores NHWC, its channels contiguous.
+// CHECK-LABEL: func.func @own_permutes
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// CHECK-NEXT:    tcp.param
+// CHECK-NEXT:    tcp.param
+// CHECK-NEXT:    %[[T:.*]] = tcp.transpose %[[X]] {dnnc.part = 6 : i64, permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    tcp.conv2d %[[T]]
+// CHECK:         %[[P:.*]] = tcp.transpose %{{.*}} {dnnc.part = 6 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
+// CHECK-NEXT:    func.return %[[P]] : tensor<2x5x5x8xf16>
+// ALONE-LABEL: func.func @own_permutes
+// ALONE-SAME:    (%[[X:.*]]: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16>
+// ALONE:         %[[G:.*]] = tcp.isolated_group(%[[X]], %{{.*}}, %{{.*}}) {backend = "triton", kind = "conv2d"}
+// ALONE:           tcp.yield %{{.*}} : tensor<2x5x5x8xf16>
+// ALONE-NOT:     tcp.transpose
+// ALONE:         func.return %[[G]] : tensor<2x5x5x8xf16>
+func.func @own_permutes(%x: tensor<2x5x5x8xf16>) -> tensor<2x5x5x8xf16> {
+  %w = tcp.param @wd7 : tensor<8x1x7x7xf16>
+  %b = tcp.param @bd7 : tensor<1x8x1x1xf16>
+  %t = tcp.transpose %x {dnnc.part = 6 : i64, permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x8xf16> -> tensor<2x8x5x5xf16>
+  %c = tcp.conv2d %t, %w {dnnc.part = 6 : i64, stride = array<i64: 1, 1>, padding = array<i64: 3, 3, 3, 3>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x5x5xf16>, tensor<8x1x7x7xf16>) -> tensor<2x8x5x5xf16>
+  %bb = tcp.broadcast %b {dnnc.part = 6 : i64} : tensor<1x8x1x1xf16> to tensor<2x8x5x5xf16>
+  %a = tcp.add %c, %bb {dnnc.part = 6 : i64} : tensor<2x8x5x5xf16>
+  %p = tcp.transpose %a {dnnc.part = 6 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x8x5x5xf16> -> tensor<2x5x5x8xf16>
+  func.return %p : tensor<2x5x5x8xf16>
+}
+
+// A depthwise convolution whose result the program's readers take NCHW (a squeeze-excite
+// block's mean beside its scaling, named by partition.extract): that result stays NCHW,
+// the input becomes channels-last, and the attribute is dropped.
+// CHECK-LABEL: func.func @read_nchw
+// CHECK-SAME:    (%{{.*}}: tensor<2x5x5x8xf16>) -> tensor<2x8x5x5xf16>
+// CHECK-NOT:     dnnc.nchw_outputs
+// ALONE-LABEL: func.func @read_nchw
+// ALONE:         tcp.isolated_group
+// ALONE:           tcp.conv2d
+// ALONE:           tcp.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// ALONE:           tcp.yield %{{.*}} : tensor<2x8x5x5xf16>
+func.func @read_nchw(%x: tensor<2x8x5x5xf16>) -> tensor<2x8x5x5xf16> attributes {dnnc.nchw_outputs = array<i64: 0>} {
+  %w = tcp.param @wd3 : tensor<8x1x3x3xf16>
+  %c = tcp.conv2d %x, %w {dnnc.part = 7 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<2x8x5x5xf16>, tensor<8x1x3x3xf16>) -> tensor<2x8x5x5xf16>
+  %s = tcp.silu %c {dnnc.part = 7 : i64} : tensor<2x8x5x5xf16>
+  func.return %s : tensor<2x8x5x5xf16>
 }

@@ -128,8 +128,8 @@ func.func @pool_used_twice(%r: tensor<2x24x24x16xf16>) -> (tensor<2x16x12x12xf16
 }
 
 // A convolution whose result a cuDNN convolution reads channels-last stores NHWC
-// itself: the transpose (and the residual added after it) joins its epilogue. A
-// result also returned NCHW, and a depthwise convolution's, leave the transpose to
+// itself: the transpose (and the residual added after it) joins its epilogue, a
+// depthwise convolution's too. A result also returned NCHW leaves the transpose to
 // a kernel of its own.
 // CHECK-LABEL: func.func @conv_stores_channels_last
 // CHECK:         %[[C:.*]] = tcp.isolated_group(%x, %w, %b, %res) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x9x9x16xf16>
@@ -144,8 +144,12 @@ func.func @pool_used_twice(%r: tensor<2x24x24x16xf16>) -> (tensor<2x16x12x12xf16
 // CHECK-NEXT:      tcp.yield
 // CHECK:         %[[K:.*]] = tcp.isolated_group(%x, %w) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x16x9x9xf16>
 // CHECK:         %[[KT:.*]] = tcp.isolated_group(%[[K]]) {backend = "triton", kind = "transpose"}
-// CHECK:         %[[D:.*]] = tcp.isolated_group(%x, %dw) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x8x9x9xf16>
-// CHECK:         %[[DT:.*]] = tcp.isolated_group(%[[D]]) {backend = "triton", kind = "transpose"}
+// CHECK:         %[[DT:.*]] = tcp.isolated_group(%x, %dw) {backend = "triton", kind = "conv2d"} : ({{.*}}) -> tensor<2x9x9x8xf16>
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.conv2d {{.*}} groups = 8
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT:      tcp.yield
 // CHECK:         func.return %[[C]], %[[K]], %[[KT]], %[[DT]]
 func.func @conv_stores_channels_last(%x: tensor<2x9x9x8xf16>, %w: tensor<16x8x1x1xf16>, %b: tensor<1x16x1x1xf16>, %res: tensor<2x9x9x16xf16>, %dw: tensor<8x1x3x3xf16>) -> (tensor<2x9x9x16xf16>, tensor<2x16x9x9xf16>, tensor<2x9x9x16xf16>, tensor<2x9x9x8xf16>) {
   %xt = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x9x9x8xf16> -> tensor<2x8x9x9xf16>
