@@ -549,6 +549,22 @@ def _summed_loop(em: KernelEmitter, conv: tcp.Conv2dOp, elem: str, precision: st
         em.line(f"{acc} += tl.dot({a}, {b}{precision})")
 
 
+def _depthwise_sizes(info: GroupInfo) -> tuple[int, ...]:
+    """A depthwise convolution's sizes as its kernels read them: input (N, C, H, W), output
+    channels and window (O, KH, KW), output size (HO, WO), channel multiplier, strides,
+    top and left padding, dilations; every output of the group checked to be its result
+    through elementwise ops and transposes (``anchor_axes``)."""
+    op = info.anchor
+    assert isinstance(op, tcp.Conv2dOp)
+    for y in info.outputs:
+        anchor_axes(info, y)
+    nb, c, h, w = shape_of(op.input)
+    o, _, kh, kw = shape_of(op.weight)
+    _, _, ho, wo = shape_of(op.results[0])
+    top, _, left, _ = ints(op.padding)
+    return (nb, c, h, w, o, kh, kw, ho, wo, o // scalar(op.groups), *ints(op.stride), top, left, *ints(op.dilation))
+
+
 def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     """A depthwise convolution, directly: a program owns ``BLOCK_N`` output channels by
     ``BLOCK_M`` output pixels (n, ho, wo) and adds up the window's taps one at a time,
@@ -563,16 +579,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
     op = info.anchor
     assert isinstance(op, tcp.Conv2dOp)
     pointers, signature, outs = pointer_names(info)
-    out_shape = shape_of(op.results[0])
-    for y in info.outputs:
-        anchor_axes(info, y)
-    nb, c, h, w = shape_of(op.input)
-    o, _, kh, kw = shape_of(op.weight)
-    _, _, ho, wo = shape_of(op.results[0])
-    multiplier = o // scalar(op.groups)
-    sh, sw = ints(op.stride)
-    top, _, left, _ = ints(op.padding)
-    dh, dw = ints(op.dilation)
+    nb, c, h, w, o, kh, kw, ho, wo, multiplier, sh, sw, top, left, dh, dw = _depthwise_sizes(info)
     m = nb * ho * wo
     em = KernelEmitter(pointers, interpret)
     em.tile = "(BLOCK_N, BLOCK_M)"
@@ -599,7 +606,7 @@ def _channelwise_conv(info: GroupInfo, config: dict[str, int], interpret: bool) 
             wt = em.value(op.weight, Index((o, 1, kh, kw), dims=("rc", "0", "kh_i", "kw_i")), "wmask")
             wt = em.let(f"tl.where(wmask, {wt}, 0.0).to(tl.float32)", "wt")
         em.line(f"acc += {x} * {wt}")
-    out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", "wo_i"))
+    out_ix = Index((nb, o, ho, wo), dims=("n_i", "rc", "ho_i", "wo_i"))
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.columns = Columns(frozenset({"rc", "c_i", "pid_n"}), "cmask", f"rc < {o}")  # the channels: one per row of the tile
     store_outputs(em, info, outs, out_ix, "cmask")
@@ -626,16 +633,7 @@ def _channelwise_strips(info: GroupInfo, config: dict[str, int], interpret: bool
     op = info.anchor
     assert isinstance(op, tcp.Conv2dOp)
     pointers, signature, outs = pointer_names(info)
-    out_shape = shape_of(op.results[0])
-    for y in info.outputs:
-        anchor_axes(info, y)
-    nb, c, h, w = shape_of(op.input)
-    o, _, kh, kw = shape_of(op.weight)
-    _, _, ho, wo = out_shape
-    multiplier = o // scalar(op.groups)
-    sh, sw = ints(op.stride)
-    top, _, left, _ = ints(op.padding)
-    dh, dw = ints(op.dilation)
+    nb, c, h, w, o, kh, kw, ho, wo, multiplier, sh, sw, top, left, dh, dw = _depthwise_sizes(info)
     strip, half = config["STRIP"], bool(config.get("HALF"))
     if half and any(element_name(element_of(v)) != "f16" for v in (op.input, op.weight)):
         raise CodegenError(f"{op.name}: HALF sums a window row's products in float16, for float16 operands only")
@@ -688,7 +686,7 @@ def _channelwise_strips(info: GroupInfo, config: dict[str, int], interpret: bool
         if wo % strip:
             mask = em.let(f"cmask & (wo{col} < {wo})", "omask")
             em.columns = Columns(frozenset({"rc", "c_i"}), mask, f"rc < {o}")
-        out_ix = Index(out_shape, dims=("n_i", "rc", "ho_i", f"wo{col}"))
+        out_ix = Index((nb, o, ho, wo), dims=("n_i", "rc", "ho_i", f"wo{col}"))
         em.anchors[op.results[0]] = (out_ix, f"acc{col}")
         store_outputs(em, info, outs, out_ix, mask)
     bm, bn = config["BLOCK_M"], config["BLOCK_N"]
