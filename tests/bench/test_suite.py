@@ -285,3 +285,10 @@ def test_max_autotune_row_on_the_gpu() -> None:
     row = max_autotune_row("conv-block-b1")
     assert row["status"] == "ok", row
     assert row["rel_error"] <= 2e-2 and row["median_ms"] > 0 and 0 < row["compile_s"] <= 300
+
+
+def test_the_chart_is_relative_to_eager_in_a_graph_where_plain_eager_was_not_timed() -> None:
+    result = PAYLOAD["results"][0]
+    graph = {**result["variants"][0], "variant": "eager + CUDA graph"}
+    assert report.chart_base(PAYLOAD["results"]) == "PyTorch eager"
+    assert report.chart_base([{**result, "variants": [graph, result["variants"][1]]}]) == "eager + CUDA graph"
