@@ -110,6 +110,11 @@ def is_ungrouped_conv(op: object) -> bool:
     return isinstance(op, tcp.Conv2dOp) and int(scalar(op.groups)) == 1
 
 
+def transposes(op: object, permutation: tuple[int, ...]) -> bool:
+    """Whether ``op`` is a transpose by ``permutation`` (``TO_NHWC``, ``TO_NCHW``)."""
+    return isinstance(op, tcp.TransposeOp) and tuple(ints(op.permutation)) == permutation
+
+
 def is_channelwise_conv(op: object) -> bool:
     """A convolution whose every output channel reads one input channel (depthwise, with
     or without a channel multiplier): as an implicit GEMM its tiles would be one column
@@ -163,7 +168,7 @@ def _takes_channels_last(op: Operation, index: int, readers: int, taken: Callabl
     if isinstance(op, tcp.Conv2dOp):
         return index == 0
     if isinstance(op, tcp.TransposeOp):
-        return tuple(ints(op.permutation)) == TO_NHWC
+        return transposes(op, TO_NHWC)
     if isinstance(op, (tcp.ReduceOp, tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
         return readers == 1
     if isinstance(op, tcp.ELEMENTWISE_OPS):

@@ -42,6 +42,7 @@ from dnnc.ir.analysis import (
     is_channelwise_conv,
     is_one_by_one_conv,
     is_ungrouped_conv,
+    transposes,
 )
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.types import shape_of
@@ -73,9 +74,9 @@ def hands_channels_last(op: Operation) -> bool:
     (measured only on Hopper: not measured there)."""
     if PART_ATTR not in op.attributes or not (is_ungrouped_conv(op) or is_channelwise_conv(op)) or not op.result.uses:
         return False
-    if not is_ungrouped_conv(op):
-        return math.prod(shape_of(op.result)[2:]) > 1
-    if not is_one_by_one_conv(op) and not split_k(*product_sizes(op)) and not stem.fits(op) and not boxes.offered(op):
+    if is_ungrouped_conv(op) and not (
+        is_one_by_one_conv(op) or split_k(*product_sizes(op)) or stem.fits(op) or boxes.offered(op)
+    ):
         return False
     return math.prod(shape_of(op.result)[2:]) > 1
 
@@ -154,10 +155,6 @@ class ChannelsLastBoundary(ModulePass):
             fn.attributes.pop(NCHW_OUTPUTS_ATTR, None)
 
 
-def _transposes(op: object, permutation: tuple[int, ...]) -> bool:
-    return isinstance(op, tcp.TransposeOp) and tuple(ints(op.permutation)) == permutation
-
-
 def _spatial(t: Attribute) -> bool:
     return isinstance(t, TensorType) and len(t.get_shape()) == 4 and math.prod(t.get_shape()[2:]) > 1
 
@@ -175,7 +172,7 @@ def _channels_last_edges(fn: func.FuncOp) -> None:
     first = block.first_op
     kept = fn.attributes.get(NCHW_INPUTS_ATTR)
     nchw = {block.args[i] for i in ints(kept)} if kept is not None else set()
-    nchw |= {a for a in block.args if a.uses and all(_transposes(u.operation, TO_NCHW) for u in a.uses)}
+    nchw |= {a for a in block.args if a.uses and all(transposes(u.operation, TO_NCHW) for u in a.uses)}
     for arg in [a for a in block.args if _spatial(a.type) and a not in nchw]:
         n, c, h, w = shape_of(arg)
         nhwc = block.insert_arg(TensorType(arg.type.element_type, [n, h, w, c]), arg.index)  # type: ignore[attr-defined]
@@ -192,7 +189,7 @@ def _channels_last_edges(fn: func.FuncOp) -> None:
     nchw_results = set(ints(kept)) if kept is not None else set()
     results = []
     for i, v in enumerate(ret.operands):
-        if _spatial(v.type) and i not in nchw_results and not _transposes(v.owner, TO_NHWC):
+        if _spatial(v.type) and i not in nchw_results and not transposes(v.owner, TO_NHWC):
             to_nhwc = tcp.TransposeOp.make([v], {"permutation": i64_array(TO_NHWC)})
             Rewriter.insert_op(to_nhwc, InsertPoint.before(ret))
             v = to_nhwc.result

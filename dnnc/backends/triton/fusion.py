@@ -68,7 +68,7 @@ from dnnc.backends.triton.ops import (
     summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_channelwise_conv, is_output_view, is_ungrouped_conv
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_channelwise_conv, is_output_view, is_ungrouped_conv, transposes
 from dnnc.ir.attrs import ints
 from dnnc.ir.types import numel, shape_of
 
@@ -309,9 +309,7 @@ def _pools_to_channels_last(op: Operation) -> bool:
     """A pooling whose result only transposes to NHWC read it."""
     if not isinstance(op, POOL_ANCHORS) or not op.results[0].uses:
         return False
-    return all(
-        isinstance(u.operation, tcp.TransposeOp) and tuple(ints(u.operation.permutation)) == TO_NHWC for u in op.results[0].uses
-    )
+    return all(transposes(u.operation, TO_NHWC) for u in op.results[0].uses)
 
 
 def _copy_conv_prologues(block: Block) -> frozenset[Operation]:

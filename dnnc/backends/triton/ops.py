@@ -28,8 +28,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.layout import tile_axes
 from dnnc.ir import tcp
-from dnnc.ir.analysis import TO_NCHW, is_ungrouped_conv
-from dnnc.ir.attrs import ints
+from dnnc.ir.analysis import TO_NCHW, is_ungrouped_conv, transposes
 
 ELEMENTWISE = (*tcp.ELEMENTWISE_OPS,)
 MOVES = (
@@ -149,12 +148,10 @@ def reads_channels_last_through_elementwise(op: tcp.Conv2dOp) -> bool:
     v = op.input
     while isinstance(v.owner, ELEMENTWISE) and len(v.owner.operands) == 1:
         v = v.owner.operands[0]
-    source = v.owner
-    return isinstance(source, tcp.TransposeOp) and tuple(ints(source.permutation)) == TO_NCHW
+    return transposes(v.owner, TO_NCHW)
 
 
 def reads_channels_last(op: tcp.Conv2dOp) -> bool:
     """Whether the convolution's input is a channels-last tensor brought back to NCHW in
     its kernel (a transpose prologue): its channels are the contiguous axis in memory."""
-    source = op.input.owner
-    return isinstance(source, tcp.TransposeOp) and tuple(ints(source.permutation)) == TO_NCHW
+    return transposes(op.input.owner, TO_NCHW)
