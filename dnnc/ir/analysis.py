@@ -149,28 +149,30 @@ leaves NCHW."""
 def taken_channels_last(value: SSAValue) -> bool:
     """Whether every reader of a 4-D value takes it channels-last in a GPU program: a
     convolution's input (cuDNN's and Triton's read NHWC), a transpose to NHWC (a model's
-    own permute), a lone reduction or pooling (its kernel reads the transpose back as rows
-    of channels, ``fusion.reduction_prologue``), or elementwise ops whose results are taken
-    so. With another reader (a squeeze-excite block's mean beside its scaling) the value is
-    stored NCHW: a depthwise convolution's kernel then stores its channels H x W apart."""
+    own permute), elementwise ops whose results are taken so, or a reduction or pooling
+    beside none but such elementwise readers (``sink-transposes`` moves the transpose
+    back to NCHW through those, and the reduction's kernel reads it as rows of channels,
+    ``fusion.reduction_prologue``): a squeeze-excite block's mean beside its scaling.
+    Where another reader takes the value NCHW, it is stored NCHW: a depthwise
+    convolution's kernel then stores its channels H x W apart."""
     known: dict[SSAValue, bool] = {}
 
     def taken(v: SSAValue) -> bool:
         if v not in known:
-            uses = list(v.uses)
-            known[v] = bool(uses) and all(_takes_channels_last(u.operation, u.index, len(uses), taken) for u in uses)
+            readers = [u.operation for u in v.uses]
+            known[v] = bool(readers) and all(_takes_channels_last(u.operation, u.index, readers, taken) for u in v.uses)
         return known[v]
 
     return taken(value)
 
 
-def _takes_channels_last(op: Operation, index: int, readers: int, taken: Callable[[SSAValue], bool]) -> bool:
+def _takes_channels_last(op: Operation, index: int, readers: list[Operation], taken: Callable[[SSAValue], bool]) -> bool:
     if isinstance(op, tcp.Conv2dOp):
         return index == 0
     if isinstance(op, tcp.TransposeOp):
         return transposes(op, TO_NHWC)
     if isinstance(op, (tcp.ReduceOp, tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
-        return readers == 1
+        return sum(not isinstance(r, tcp.ELEMENTWISE_OPS) for r in readers) == 1
     if isinstance(op, tcp.ELEMENTWISE_OPS):
         return all(len(shape_of(r)) == 4 and taken(r) for r in op.results)
     return False

@@ -88,8 +88,8 @@ def _nchw_outputs(ops: Sequence[Operation], writes: Sequence[SSAValue]) -> list[
     """Where the group holds a depthwise convolution: its 4-D results that the program's
     readers take NCHW (``analysis.taken_channels_last``). Timed alone, such a group stores
     them NCHW as it will in the program; stored channels-last instead it was timed faster
-    than it ran (EfficientNet-B0 at batch 32: its depthwise convolutions, read by a
-    squeeze-excite block, chosen on Triton and the program 4% slower, H200)."""
+    than it ran (EfficientNet-B0 at batch 32, when its squeeze-excite blocks still read
+    NCHW: its depthwise convolutions chosen on Triton and the program 4% slower, H200)."""
     if not any(is_channelwise_conv(op) for op in ops):
         return []
     return [i for i, v in enumerate(writes) if len(shape_of(v)) == 4 and not taken_channels_last(v)]

@@ -6,12 +6,21 @@ as ``conv(NCHW) -> transpose -> bias add -> relu -> transpose -> conv``: the
 transposes split each convolution from its epilogue, and every backend pattern
 misses it. An elementwise op whose runtime operands are all transposes by one
 permutation ``p`` (its other operands compile-time: constants, parameters and
-their broadcasts) computes the same values before the transpose:
-``f(T_p(a), T_p(b), c) = T_p(f(a, b, T_p^-1(c)))``. The move is made where at
-least one of those transposes then has no other user: one transpose after the op
-replaces one or more before it, so no runtime transpose is added. ``simplify-shapes``
-then composes it with the next one (identity when they undo each other) and turns a
-transpose of a broadcast parameter into a reshape that ``fold-params`` folds.
+their broadcasts, or a broadcast gate of N x C x 1 x 1) computes the same values
+before the transpose: ``f(T_p(a), T_p(b), c) = T_p(f(a, b, T_p^-1(c)))``. The move
+is made where at least one of those transposes then has no other user: one transpose
+after the op replaces one or more before it, so no runtime transpose is added.
+``simplify-shapes`` then composes it with the next one (identity when they undo each
+other) and turns a transpose of a broadcast parameter into a reshape that
+``fold-params`` folds.
+
+Channels-last data brought back to NCHW moves below an op whose result goes
+channels-last again (``analysis.taken_channels_last``) even where the transpose has
+other readers: the transpose after the op cancels against the one its reader asks
+for, and the others keep theirs. A squeeze-excite block reads its input twice, a mean
+over H, W and the scaling by its gate; moved so, the scaling runs channels-last, the
+mean reads rows of channels (``fusion.reduction_prologue``), and the depthwise
+convolution before them stores NHWC, where it stored its channels H x W apart.
 
 PyTorch models that run part of each block channels-last (ConvNeXt's
 ``permute -> LayerNorm -> Linear -> permute back -> scale -> + residual``) meet the
@@ -28,10 +37,10 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, inverse_permutation, is_compile_time
+from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, inverse_permutation, is_compile_time, taken_channels_last
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
-from dnnc.ir.types import as_tensor_type
+from dnnc.ir.types import as_tensor_type, shape_of
 
 
 class SinkThroughElementwise(RewritePattern):
@@ -46,15 +55,18 @@ class SinkThroughElementwise(RewritePattern):
             return
         moved = [v for v in op.operands if _runtime_transpose(v)]
         perms = {tuple(ints(v.owner.permutation)) for v in moved}
-        if len(perms) != 1 or not any(all(u.operation is op for u in v.uses) for v in moved):
-            return  # no transpose, transposes that disagree, or none freed: one would be added
+        if len(perms) != 1:
+            return  # no transpose, or transposes that disagree
         perm = list(perms.pop())
+        inverse = inverse_permutation(perm)
+        freed = any(all(u.operation is op for u in v.uses) for v in moved)
+        if not freed and not (tuple(perm) == TO_NCHW and taken_channels_last(op.results[0])):
+            return  # none freed, and the transpose after the op would be a kernel's work: one would be added
         for v in op.operands:
-            if v in moved or is_compile_time(v):
+            if v in moved or is_compile_time(v) or _permutes_as_a_view(v, inverse):
                 continue
             if not (tuple(perm) == TO_NCHW and _from_a_convolution(v)):
                 return  # a runtime operand in another layout: moving the transpose would add one
-        inverse = inverse_permutation(perm)
         operands: list[SSAValue] = []
         for v in op.operands:
             if v in moved:
@@ -79,6 +91,18 @@ def _from_a_convolution(value: SSAValue, depth: int = 4) -> bool:
         return False
     runtime = [v for v in owner.operands if not is_compile_time(v)]
     return len(runtime) == 1 and _from_a_convolution(runtime[0], depth - 1)
+
+
+def _permutes_as_a_view(value: SSAValue, permutation: list[int]) -> bool:
+    """A broadcast of a tensor whose dimensions larger than 1 keep their order under
+    ``permutation`` (a squeeze-excite gate of N x C x 1 x 1): transposed, it stays a
+    broadcast of a reshape, and no data moves."""
+    owner = value.owner
+    if not isinstance(owner, tcp.BroadcastOp) or len(shape_of(owner.input)) != len(permutation):
+        return False
+    shape = shape_of(owner.input)
+    kept = [p for p in permutation if shape[p] != 1]
+    return kept == sorted(kept)
 
 
 def _runtime_transpose(value: SSAValue) -> bool:

@@ -10,6 +10,7 @@ from torch import nn
 from dnnc.ir import tcp
 from dnnc.ir.analysis import NCHW_INPUTS_ATTR, NCHW_OUTPUTS_ATTR, is_channelwise_conv, taken_channels_last
 from dnnc.ir.attrs import ints
+from dnnc.ir.program import Program
 from dnnc.partition.extract import extract
 from dnnc.pipeline import to_canonical_tcp
 
@@ -45,10 +46,12 @@ def test_a_group_without_a_convolution_is_extracted_as_before() -> None:
 
 class DepthwiseReaders(nn.Module):
     """Two depthwise convolutions: one read by a squeeze-excite block (its mean beside its
-    scaling), one by a 1x1 convolution after a SiLU."""
+    scaling), one by a 1x1 convolution after a SiLU. With ``scaled_out`` the first block's
+    scaled result is the model's output."""
 
-    def __init__(self) -> None:
+    def __init__(self, scaled_out: bool = False) -> None:
         super().__init__()
+        self.scaled_out = scaled_out
         self.excited = nn.Conv2d(8, 8, 3, padding=1, groups=8)
         self.reduce = nn.Conv2d(8, 4, 1)
         self.expand = nn.Conv2d(4, 8, 1)
@@ -58,16 +61,28 @@ class DepthwiseReaders(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.excited(x)
         gate = torch.sigmoid(self.expand(nn.functional.silu(self.reduce(y.mean((2, 3), keepdim=True)))))
+        if self.scaled_out:
+            return y * gate
         return self.project(nn.functional.silu(self.plain(y * gate)))
 
 
-def test_a_depthwise_result_read_by_a_squeeze_excite_block_is_named_nchw() -> None:
-    """Its readers take it NCHW (``taken_channels_last``), so it is timed storing NCHW;
-    the one a 1x1 convolution reads through a SiLU is timed storing channels-last."""
-    program = to_canonical_tcp(DepthwiseReaders().eval(), (torch.randn(2, 8, 6, 6),))
-    depthwise = [op for op in program.entry.body.block.ops if isinstance(op, tcp.Conv2dOp) and is_channelwise_conv(op)]
-    assert len(depthwise) == 2
-    excited, plain = depthwise
-    assert not taken_channels_last(excited.results[0]) and taken_channels_last(plain.results[0])
-    assert list(ints(extract([excited], program.params).entry.attributes[NCHW_OUTPUTS_ATTR])) == [0]
+def _depthwise(scaled_out: bool) -> tuple[Program, list[tcp.Conv2dOp]]:
+    program = to_canonical_tcp(DepthwiseReaders(scaled_out).eval(), (torch.randn(2, 8, 6, 6),))
+    return program, [op for op in program.entry.body.block.ops if isinstance(op, tcp.Conv2dOp) and is_channelwise_conv(op)]
+
+
+def test_a_depthwise_result_read_by_a_squeeze_excite_block_is_taken_channels_last() -> None:
+    """The mean reads it as rows of channels and the scaling runs channels-last before the
+    next convolution (``sink-transposes`` moves the transpose back below it), so it is
+    timed storing channels-last; so is the one a 1x1 convolution reads through a SiLU."""
+    program, (excited, plain) = _depthwise(scaled_out=False)
+    assert taken_channels_last(excited.results[0]) and taken_channels_last(plain.results[0])
+    assert NCHW_OUTPUTS_ATTR not in extract([excited], program.params).entry.attributes
     assert NCHW_OUTPUTS_ATTR not in extract([plain], program.params).entry.attributes
+
+
+def test_a_depthwise_result_scaled_into_the_output_is_named_nchw() -> None:
+    """Scaled into the model's NCHW output, its readers take it NCHW: timed storing NCHW."""
+    program, (excited,) = _depthwise(scaled_out=True)
+    assert not taken_channels_last(excited.results[0])
+    assert list(ints(extract([excited], program.params).entry.attributes[NCHW_OUTPUTS_ATTR])) == [0]

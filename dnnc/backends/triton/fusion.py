@@ -18,7 +18,9 @@ absorbs the groups of its operands' producers when the union is still one kernel
   depthwise one stores NHWC, a depthwise one feeding a layer norm over channels too);
 * outputs a kernel can store: a pointwise group's outputs have one element count; an
   anchored group's outputs are the anchor's result shape, or (row kernels only) the
-  anchor input's shape (a residual sum stored on the way into a layer_norm); a pooling
+  anchor input's shape (a residual sum stored on the way into a layer_norm) or the
+  value the anchor's input transposes (a squeeze-excite block's activation, NHWC, beside
+  its mean over H, W); a pooling
   group with layout ops after the anchor has outputs of one shape, all computed from
   the anchor;
 * no cycle through an op outside the group.
@@ -28,7 +30,9 @@ their input is their prologue, never its producer's epilogue (``conv_prologue``)
 convolution then reads the channels-last tensor along its channels, where in its
 producer's kernel the transpose would have that kernel store NCHW for all of them.
 ``triton-fuse`` gives each reader a copy of its own (a transpose in a kernel is index
-arithmetic; one shared by two kernels would be a kernel of its own). Such a transpose
+arithmetic; one shared by two kernels would be a kernel of its own), and elementwise ops
+before it that nothing else reads join the reader's kernel too (a squeeze-excite block's
+scaling, run channels-last by ``sink-transposes``, is the projection's prologue). Such a transpose
 that one reduction reads (a global mean), or one pooling whose result goes channels-last
 again, never ends a product's kernel either (``reduction_prologue``): the product stores
 NHWC and the reduction reads rows of contiguous channels, the pooling NHWC -> NHWC;
@@ -68,7 +72,15 @@ from dnnc.backends.triton.ops import (
     summed_products,
 )
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, TO_NHWC, is_channelwise_conv, is_output_view, is_ungrouped_conv, transposes
+from dnnc.ir.analysis import (
+    PINNED_ATTR,
+    TO_NCHW,
+    TO_NHWC,
+    is_channelwise_conv,
+    is_output_view,
+    is_ungrouped_conv,
+    transposes,
+)
 from dnnc.ir.attrs import ints
 from dnnc.ir.types import numel, shape_of
 
@@ -170,6 +182,7 @@ class _Fuser:
             self.groups[gid] = {op}
             self.group_of[op] = gid
             if op in self.prologues:
+                self._take_elementwise_producer(op)
                 continue  # its reader takes it in
             for operand in op.operands:
                 producer = operand.owner
@@ -187,6 +200,29 @@ class _Fuser:
                         self.group_of[member] = gid
                     self.groups[gid] = merged
         return [g for g in self.groups.values() if not all(isinstance(o, tcp.ReshapeOp) for o in g)]
+
+    def _take_elementwise_producer(self, transpose: Operation) -> None:
+        """A ``conv_prologue`` transpose takes in the elementwise ops before it that nothing
+        else reads (a squeeze-excite block's scaling, moved channels-last by
+        ``sink-transposes``): they become the convolution's prologue, where on their own
+        they would be a kernel storing what the convolution reads once."""
+        producer = transpose.operands[0].owner
+        if not isinstance(producer, Operation) or producer not in self.group_of:
+            return
+        other = self.group_of[producer]
+        ops = self.groups[other]
+        readers = [_top(u.operation, self.block) for u in transpose.results[0].uses]
+        if (
+            any(is_anchor(o) for o in ops)
+            or any(u.operation is not transpose for r in self._outputs(ops) for u in r.uses)
+            or len({part_of(o) for o in [*ops, *readers] if o is not None} - {None}) > 1
+        ):
+            return
+        gid = self.group_of[transpose]
+        merged = self.groups[gid] | self.groups.pop(other)
+        for member in merged:
+            self.group_of[member] = gid
+        self.groups[gid] = merged
 
     def _outputs(self, ops: set[Operation]) -> list[SSAValue]:
         out = []
@@ -225,7 +261,7 @@ class _Fuser:
             if r.owner is anchor or r.owner in after:
                 if shape_of(r) != result_shape:
                     return False
-            elif not (isinstance(anchor, ROW_ANCHORS) and shape_of(r) == input_shape):
+            elif not (isinstance(anchor, ROW_ANCHORS) and (shape_of(r) == input_shape or _transposed_into(r, anchor))):
                 return False
         return True
 
@@ -254,6 +290,13 @@ class _Fuser:
                     return True
                 stack.append(user)
         return False
+
+
+def _transposed_into(value: SSAValue, anchor: Operation) -> bool:
+    """The anchor's input is ``value`` transposed: a row kernel stores ``value`` at the
+    positions it reads the input at (``rows``), as it stores a value of the input's shape."""
+    owner = anchor.operands[0].owner
+    return isinstance(owner, tcp.TransposeOp) and owner.input is value
 
 
 def _back_to_nchw(op: Operation) -> bool:

@@ -17,7 +17,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from dnnc.backends.triton.emitter import TL_TYPES, CodegenError, Index, KernelEmitter
 from dnnc.backends.triton.layout import load_axis
@@ -117,6 +117,9 @@ class _Row:
         result_shape = shape_of(op.results[0])
         full, per_row = [], []
         for y, out in zip(info.outputs, outs):
+            if self._transposed_in(y) is not None:
+                full.append((y, out))
+                continue
             if isinstance(op, tcp.TopkOp):
                 if y not in op.results:
                     raise CodegenError(f"{op.name}: a group output must be its values or indices, got {describe(y.type)}")
@@ -134,6 +137,14 @@ class _Row:
                 )
         return full, per_row
 
+    def _transposed_in(self, y: SSAValue) -> list[int] | None:
+        """The permutation that makes the input of ``y`` where the input is ``y`` transposed
+        (a squeeze-excite block's activation stored NHWC beside its mean over H, W)."""
+        owner = self.x.owner
+        if isinstance(owner, tcp.TransposeOp) and owner.input is y and not self.info.depends_on_anchor(y):
+            return list(ints(owner.permutation))
+        return None
+
     def full_index(self) -> Index:
         em, shape, r = self.em, self.shape, self.r
         if self.trailing:
@@ -150,8 +161,15 @@ class _Row:
 
     def store_full(self, ix: Index) -> None:
         for y, out in self.full_outputs:
-            v = self.em.value(y, ix, "mask")
-            store_output(self.em, out, y, v, f"tl.broadcast_to({self.em.flat(ix)}, {TILE})", "mask")
+            perm = self._transposed_in(y)
+            at = ix
+            if perm is not None:  # the input's positions, through the transpose
+                d, src = self.em.dims(ix), [""] * len(perm)
+                for i, p in enumerate(perm):
+                    src[p] = d[i]
+                at = self.em.with_dims(shape_of(y), src)
+            v = self.em.value(y, at, "mask")
+            store_output(self.em, out, y, v, f"tl.broadcast_to({self.em.flat(at)}, {TILE})", "mask")
 
     def store_rows(self, value: str) -> None:
         """A per-row result (``[BLOCK_M, 1]``) and the epilogue ops of it."""

@@ -95,7 +95,9 @@ def test_a_split_overflow_check_runs_as_two_triton_kernels(overflow: bool, dtype
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_a_split_sum_matches_on_triton(dtype: str, rng: torch.Generator) -> None:
     program = _program(REDUCTIONS["sum_all"], dtype)
-    x = torch.randn(4, 128, 160, generator=rng).to(DTYPES[dtype])
+    # Offset from zero as above: a sum of 81920 zero-mean draws can nearly cancel, and its
+    # relative error then says nothing of the kernels.
+    x = (torch.randn(4, 128, 160, generator=rng) * 0.5 + 0.25).to(DTYPES[dtype])
     expected = ReferenceExecutor(program).run([x])
     run_passes(program, [*parse_passes("split-reductions"), TritonFuse()])
     (actual,), launched = run_with_triton(program, [x], DEVICE)

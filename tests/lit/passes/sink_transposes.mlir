@@ -107,3 +107,41 @@ func.func @pinned(%x: tensor<2x8x5x5xf32>) -> tensor<2x5x5x8xf32> {
   %r = tcp.clamp %t {min = 0.0 : f64} : tensor<2x5x5x8xf32>
   func.return %r : tensor<2x5x5x8xf32>
 }
+
+// A squeeze-excite block on a channels-last tensor brought back to NCHW: the mean and the
+// scaling read the transpose. The scaling's result goes channels-last again (a cuDNN
+// convolution's input), so the transpose moves below it although the mean still reads it:
+// the gate, N x C x 1 x 1, is taken channels-last as a reshape, the transposes around the
+// scaling cancel, and the one left is the mean's to read as rows of channels.
+// CHECK-LABEL: func.func @squeeze_excite
+// CHECK:         %[[T:.*]] = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:    %[[M:.*]] = tcp.reduce_mean %[[T]]
+// CHECK-NEXT:    %[[G:.*]] = tcp.sigmoid %[[M]]
+// CHECK-NEXT:    %[[R:.*]] = tcp.reshape %[[G]] : tensor<2x6x1x1xf16> to tensor<2x1x1x6xf16>
+// CHECK-NEXT:    %[[GB:.*]] = tcp.broadcast %[[R]] : tensor<2x1x1x6xf16> to tensor<2x5x5x6xf16>
+// CHECK-NEXT:    %[[Y:.*]] = tcp.mul %x, %[[GB]] : tensor<2x5x5x6xf16>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @squeeze_excite(%x: tensor<2x5x5x6xf16>) -> tensor<2x5x5x6xf16> {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %m = tcp.reduce_mean %t {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
+  %g = tcp.sigmoid %m : tensor<2x6x1x1xf16>
+  %gb = tcp.broadcast %g : tensor<2x6x1x1xf16> to tensor<2x6x5x5xf16>
+  %y = tcp.mul %t, %gb : tensor<2x6x5x5xf16>
+  %n = tcp.transpose %y {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x5x5xf16> -> tensor<2x5x5x6xf16>
+  func.return %n : tensor<2x5x5x6xf16>
+}
+
+// The same block whose scaled result is returned NCHW: moved, the transpose would be a
+// second one, so nothing moves.
+// CHECK-LABEL: func.func @squeeze_excite_nchw
+// CHECK:         %[[T:.*]] = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK:         %[[Y:.*]] = tcp.mul %[[T]], %{{.*}} : tensor<2x6x5x5xf16>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @squeeze_excite_nchw(%x: tensor<2x5x5x6xf16>) -> tensor<2x6x5x5xf16> {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %m = tcp.reduce_mean %t {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
+  %g = tcp.sigmoid %m : tensor<2x6x1x1xf16>
+  %gb = tcp.broadcast %g : tensor<2x6x1x1xf16> to tensor<2x6x5x5xf16>
+  %y = tcp.mul %t, %gb : tensor<2x6x5x5xf16>
+  func.return %y : tensor<2x6x5x5xf16>
+}

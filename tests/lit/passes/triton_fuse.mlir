@@ -361,3 +361,34 @@ func.func @pool_reader(%x: tensor<2x6x6x6xf16>) -> tensor<2x3x3x6xf16> {
   %o = tcp.transpose %p {dnnc.part = 2 : i64, permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x3x3xf16> -> tensor<2x3x3x6xf16>
   func.return %o : tensor<2x3x3x6xf16>
 }
+
+// A squeeze-excite block's scaling run channels-last (``sink-transposes``) before a 1x1
+// convolution: the transpose back to NCHW takes the scaling into the convolution's kernel
+// as its prologue, where on its own it would be a kernel storing what the convolution reads
+// once. The mean beside it reads the NHWC tensor through its own transpose, and the SiLU
+// before that joins the mean's kernel, which stores it NHWC at the positions it reads.
+// CHECK-LABEL: func.func @scaled_prologue
+// CHECK:         %[[S:.*]], %[[M:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "reduce"} : (tensor<2x5x5x6xf16>) -> (tensor<2x5x5x6xf16>, tensor<2x6x1x1xf16>)
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.silu
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.reduce_mean
+// CHECK:         tcp.isolated_group(%[[M]], %[[S]], {{.*}}) {backend = "triton", kind = "conv2d"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.reshape
+// CHECK-NEXT:      tcp.broadcast
+// CHECK-NEXT:      tcp.mul {{.*}} : tensor<2x5x5x6xf16>
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.conv2d
+func.func @scaled_prologue(%x: tensor<2x5x5x6xf16>) -> tensor<2x7x5x5xf16> {
+  %s = tcp.silu %x {dnnc.part = 1 : i64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %s {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %m = tcp.reduce_mean %t {dnnc.part = 1 : i64, axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
+  %g = tcp.reshape %m {dnnc.part = 2 : i64} : tensor<2x6x1x1xf16> to tensor<2x1x1x6xf16>
+  %gb = tcp.broadcast %g {dnnc.part = 2 : i64} : tensor<2x1x1x6xf16> to tensor<2x5x5x6xf16>
+  %y = tcp.mul %s, %gb {dnnc.part = 2 : i64} : tensor<2x5x5x6xf16>
+  %b = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %w = tcp.param @w : tensor<7x6x1x1xf16>
+  %c = tcp.conv2d %b, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  func.return %c : tensor<2x7x5x5xf16>
+}
