@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import func
@@ -149,10 +150,11 @@ leaves NCHW."""
 def taken_channels_last(value: SSAValue) -> bool:
     """Whether every reader of a 4-D value takes it channels-last in a GPU program: a
     convolution's input (cuDNN's and Triton's read NHWC), a transpose to NHWC (a model's
-    own permute), elementwise ops whose results are taken so, or a reduction or pooling
-    beside none but such elementwise readers (``sink-transposes`` moves the transpose
-    back to NCHW through those, and the reduction's kernel reads it as rows of channels,
-    ``fusion.reduction_prologue``): a squeeze-excite block's mean beside its scaling.
+    own permute), elementwise ops whose results are taken so, a lone reduction or pooling,
+    or a reduction of short rows (``SHORT_ROWS``) beside none but such elementwise readers
+    (``sink-transposes`` moves the transpose back to NCHW through those, and the
+    reduction's kernel reads it as rows of channels, ``fusion.reduction_prologue``): a
+    squeeze-excite block's mean beside its scaling.
     Where another reader takes the value NCHW, it is stored NCHW: a depthwise
     convolution's kernel then stores its channels H x W apart."""
     known: dict[SSAValue, bool] = {}
@@ -172,10 +174,29 @@ def _takes_channels_last(op: Operation, index: int, readers: list[Operation], ta
     if isinstance(op, tcp.TransposeOp):
         return transposes(op, TO_NHWC)
     if isinstance(op, (tcp.ReduceOp, tcp.MaxPool2dOp, tcp.AvgPool2dOp)):
-        return sum(not isinstance(r, tcp.ELEMENTWISE_OPS) for r in readers) == 1
+        if len(readers) == 1:
+            return True
+        return reduces_short_rows(op) and sum(not isinstance(r, tcp.ELEMENTWISE_OPS) for r in readers) == 1
     if isinstance(op, tcp.ELEMENTWISE_OPS):
         return all(len(shape_of(r)) == 4 and taken(r) for r in op.results)
     return False
+
+
+SHORT_ROWS = 1024
+"""The longest rows (elements reduced into one) of a reduction that reads a channels-last
+tensor beside another reader of it. A squeeze-excite block's mean over H, W of an NHWC
+tensor runs one program per tile of channels down the whole image: EfficientNet-B0's
+56 x 56 means at batch 32 ran 51.7 and 82.0 us so, storing the activation before them
+NHWC, against 23.3 and 34.2 us storing it NCHW; at 28 x 28 (784) both ran 6.5-7.5 us
+(H200, ``compile-profile-2026-11-30-h200-mobilenetv3-efficientnet-b32-squeeze-excite.json``)."""
+
+
+def reduces_short_rows(op: Operation) -> bool:
+    """A reduction whose rows hold at most ``SHORT_ROWS`` elements."""
+    if not isinstance(op, tcp.ReduceOp):
+        return False
+    shape = shape_of(op.operands[0])
+    return math.prod(shape[a] for a in ints(op.axes)) <= SHORT_ROWS
 
 
 NCHW_INPUTS_ATTR = "dnnc.nchw_inputs"

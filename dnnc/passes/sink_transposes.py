@@ -37,7 +37,14 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR, TO_NCHW, inverse_permutation, is_compile_time, taken_channels_last
+from dnnc.ir.analysis import (
+    PINNED_ATTR,
+    TO_NCHW,
+    inverse_permutation,
+    is_compile_time,
+    reduces_short_rows,
+    taken_channels_last,
+)
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type, shape_of
@@ -60,7 +67,7 @@ class SinkThroughElementwise(RewritePattern):
         perm = list(perms.pop())
         inverse = inverse_permutation(perm)
         freed = any(all(u.operation is op for u in v.uses) for v in moved)
-        if not freed and not (tuple(perm) == TO_NCHW and taken_channels_last(op.results[0])):
+        if not freed and not (tuple(perm) == TO_NCHW and taken_channels_last(op.results[0]) and _others_read_rows(moved, op)):
             return  # none freed, and the transpose after the op would be a kernel's work: one would be added
         for v in op.operands:
             if v in moved or is_compile_time(v) or _permutes_as_a_view(v, inverse):
@@ -91,6 +98,17 @@ def _from_a_convolution(value: SSAValue, depth: int = 4) -> bool:
         return False
     runtime = [v for v in owner.operands if not is_compile_time(v)]
     return len(runtime) == 1 and _from_a_convolution(runtime[0], depth - 1)
+
+
+def _others_read_rows(moved: list[SSAValue], op: Operation) -> bool:
+    """The moved transposes' other readers are reductions of short rows
+    (``analysis.reduces_short_rows``), which read the channels-last tensor as rows of
+    channels, or elementwise ops (which this pattern visits in turn)."""
+    return all(
+        u.operation is op or reduces_short_rows(u.operation) or isinstance(u.operation, tcp.ELEMENTWISE_OPS)
+        for v in moved
+        for u in v.uses
+    )
 
 
 def _permutes_as_a_view(value: SSAValue, permutation: list[int]) -> bool:

@@ -66,8 +66,8 @@ class DepthwiseReaders(nn.Module):
         return self.project(nn.functional.silu(self.plain(y * gate)))
 
 
-def _depthwise(scaled_out: bool) -> tuple[Program, list[tcp.Conv2dOp]]:
-    program = to_canonical_tcp(DepthwiseReaders(scaled_out).eval(), (torch.randn(2, 8, 6, 6),))
+def _depthwise(scaled_out: bool, size: int = 6) -> tuple[Program, list[tcp.Conv2dOp]]:
+    program = to_canonical_tcp(DepthwiseReaders(scaled_out).eval(), (torch.randn(2, 8, size, size),))
     return program, [op for op in program.entry.body.block.ops if isinstance(op, tcp.Conv2dOp) and is_channelwise_conv(op)]
 
 
@@ -84,5 +84,14 @@ def test_a_depthwise_result_read_by_a_squeeze_excite_block_is_taken_channels_las
 def test_a_depthwise_result_scaled_into_the_output_is_named_nchw() -> None:
     """Scaled into the model's NCHW output, its readers take it NCHW: timed storing NCHW."""
     program, (excited,) = _depthwise(scaled_out=True)
+    assert not taken_channels_last(excited.results[0])
+    assert list(ints(extract([excited], program.params).entry.attributes[NCHW_OUTPUTS_ATTR])) == [0]
+
+
+def test_a_depthwise_result_read_by_a_mean_over_long_rows_is_named_nchw() -> None:
+    """Over a 40 x 40 image (rows longer than ``analysis.SHORT_ROWS``) the mean beside the
+    scaling would read channels-last one tile of channels down the whole image: the result
+    is stored NCHW, and timed so."""
+    program, (excited, _) = _depthwise(scaled_out=False, size=40)
     assert not taken_channels_last(excited.results[0])
     assert list(ints(extract([excited], program.params).entry.attributes[NCHW_OUTPUTS_ATTR])) == [0]

@@ -145,3 +145,19 @@ func.func @squeeze_excite_nchw(%x: tensor<2x5x5x6xf16>) -> tensor<2x6x5x5xf16> {
   %y = tcp.mul %t, %gb : tensor<2x6x5x5xf16>
   func.return %y : tensor<2x6x5x5xf16>
 }
+
+// The same block over rows longer than ``analysis.SHORT_ROWS`` (a 40 x 40 image): read
+// NHWC beside the scaling, such a mean runs one program per tile of channels down the
+// whole image, so nothing moves and the tensor is stored NCHW for both readers.
+// CHECK-LABEL: func.func @squeeze_excite_long_rows
+// CHECK:         %[[T:.*]] = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK:         %[[Y:.*]] = tcp.mul %[[T]], %{{.*}} : tensor<2x6x40x40xf16>
+func.func @squeeze_excite_long_rows(%x: tensor<2x40x40x6xf16>) -> tensor<2x40x40x6xf16> {
+  %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x40x40x6xf16> -> tensor<2x6x40x40xf16>
+  %m = tcp.reduce_mean %t {axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x40x40xf16> -> tensor<2x6x1x1xf16>
+  %g = tcp.sigmoid %m : tensor<2x6x1x1xf16>
+  %gb = tcp.broadcast %g : tensor<2x6x1x1xf16> to tensor<2x6x40x40xf16>
+  %y = tcp.mul %t, %gb : tensor<2x6x40x40xf16>
+  %n = tcp.transpose %y {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x6x40x40xf16> -> tensor<2x40x40x6xf16>
+  func.return %n : tensor<2x40x40x6xf16>
+}

@@ -392,3 +392,27 @@ func.func @scaled_prologue(%x: tensor<2x5x5x6xf16>) -> tensor<2x7x5x5xf16> {
   %c = tcp.conv2d %b, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
   func.return %c : tensor<2x7x5x5xf16>
 }
+
+// As above, but the partitioner gave the SiLU and the mean different parts: the mean's
+// transpose does not join the SiLU's kernel, which would then store the tensor both NHWC
+// (for the scaling) and NCHW (for the mean); the mean reads the NHWC tensor itself.
+// CHECK-LABEL: func.func @scaled_prologue_parts
+// CHECK:         %[[S:.*]] = tcp.isolated_group(%x) {backend = "triton", kind = "pointwise"} : (tensor<2x5x5x6xf16>) -> tensor<2x5x5x6xf16>
+// CHECK-NOT:       tcp.transpose
+// CHECK:           tcp.yield
+// CHECK:         tcp.isolated_group(%[[S]]) {backend = "triton", kind = "reduce"}
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      tcp.transpose {{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT:      tcp.reduce_mean
+func.func @scaled_prologue_parts(%x: tensor<2x5x5x6xf16>) -> tensor<2x7x5x5xf16> {
+  %s = tcp.silu %x {dnnc.part = 1 : i64} : tensor<2x5x5x6xf16>
+  %t = tcp.transpose %s {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %m = tcp.reduce_mean %t {dnnc.part = 3 : i64, axes = array<i64: 2, 3>, keepdim = true} : tensor<2x6x5x5xf16> -> tensor<2x6x1x1xf16>
+  %g = tcp.reshape %m {dnnc.part = 2 : i64} : tensor<2x6x1x1xf16> to tensor<2x1x1x6xf16>
+  %gb = tcp.broadcast %g {dnnc.part = 2 : i64} : tensor<2x1x1x6xf16> to tensor<2x5x5x6xf16>
+  %y = tcp.mul %s, %gb {dnnc.part = 2 : i64} : tensor<2x5x5x6xf16>
+  %b = tcp.transpose %y {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x5x5x6xf16> -> tensor<2x6x5x5xf16>
+  %w = tcp.param @w : tensor<7x6x1x1xf16>
+  %c = tcp.conv2d %b, %w {dnnc.part = 2 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x6x5x5xf16>, tensor<7x6x1x1xf16>) -> tensor<2x7x5x5xf16>
+  func.return %c : tensor<2x7x5x5xf16>
+}
