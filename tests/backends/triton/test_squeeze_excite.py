@@ -22,7 +22,16 @@ from tests.numerics import assert_matches
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-BLOCK = """func.func @forward(%x: tensor<2x16x6x6xT>) -> tensor<2x8x6x6xT> {
+SCALED_PROJECTION = """  %gb = tcp.broadcast %g {dnnc.part = 4 : i64} : tensor<2x16x1x1xT> to tensor<2x16x6x6xT>
+  %y = tcp.mul %s, %gb {dnnc.part = 4 : i64} : tensor<2x16x6x6xT>
+  %wp = tcp.param @wp : tensor<8x16x1x1xT>
+  %p = tcp.conv2d %y, %wp {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x16x6x6xT>, tensor<8x16x1x1xT>) -> tensor<2x8x6x6xT>
+  func.return %p : tensor<2x8x6x6xT>
+}"""
+"""The block's end: the activation %s scaled by the gate %g, then a 1x1 projection."""
+
+BLOCK = (
+    """func.func @forward(%x: tensor<2x16x6x6xT>) -> tensor<2x8x6x6xT> {
   %w = tcp.param @w : tensor<16x1x3x3xT>
   %b = tcp.param @b : tensor<1x16x1x1xT>
   %c = tcp.conv2d %x, %w {dnnc.part = 0 : i64, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 16 : i64} : (tensor<2x16x6x6xT>, tensor<16x1x3x3xT>) -> tensor<2x16x6x6xT>
@@ -36,16 +45,14 @@ BLOCK = """func.func @forward(%x: tensor<2x16x6x6xT>) -> tensor<2x8x6x6xT> {
   %w2 = tcp.param @w2 : tensor<16x4x1x1xT>
   %e = tcp.conv2d %rs, %w2 {dnnc.part = 3 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x1x1xT>, tensor<16x4x1x1xT>) -> tensor<2x16x1x1xT>
   %g = tcp.sigmoid %e {dnnc.part = 3 : i64} : tensor<2x16x1x1xT>
-  %gb = tcp.broadcast %g {dnnc.part = 4 : i64} : tensor<2x16x1x1xT> to tensor<2x16x6x6xT>
-  %y = tcp.mul %s, %gb {dnnc.part = 4 : i64} : tensor<2x16x6x6xT>
-  %wp = tcp.param @wp : tensor<8x16x1x1xT>
-  %p = tcp.conv2d %y, %wp {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x16x6x6xT>, tensor<8x16x1x1xT>) -> tensor<2x8x6x6xT>
-  func.return %p : tensor<2x8x6x6xT>
-}"""
+"""
+    + SCALED_PROJECTION
+)
 """Partitioned as the compiler marks it (``dnnc.part``): the depthwise convolution with its
 bias and SiLU, the mean, the two FCs, and the scaling with the projection."""
 
-AFTER_A_CHANNELS_LAST_PRODUCER = """func.func @forward(%x: tensor<2x6x6x16xT>) -> tensor<2x8x6x6xT> {
+AFTER_A_CHANNELS_LAST_PRODUCER = (
+    """func.func @forward(%x: tensor<2x6x6x16xT>) -> tensor<2x8x6x6xT> {
   %t = tcp.transpose %x {permutation = array<i64: 0, 3, 1, 2>} : tensor<2x6x6x16xT> -> tensor<2x16x6x6xT>
   %b = tcp.param @b : tensor<1x16x1x1xT>
   %bb = tcp.broadcast %b {dnnc.part = 1 : i64} : tensor<1x16x1x1xT> to tensor<2x16x6x6xT>
@@ -53,12 +60,9 @@ AFTER_A_CHANNELS_LAST_PRODUCER = """func.func @forward(%x: tensor<2x6x6x16xT>) -
   %s = tcp.silu %a {dnnc.part = 1 : i64} : tensor<2x16x6x6xT>
   %m = tcp.reduce_mean %s {dnnc.part = 1 : i64, axes = array<i64: 2, 3>, keepdim = true} : tensor<2x16x6x6xT> -> tensor<2x16x1x1xT>
   %g = tcp.sigmoid %m {dnnc.part = 3 : i64} : tensor<2x16x1x1xT>
-  %gb = tcp.broadcast %g {dnnc.part = 4 : i64} : tensor<2x16x1x1xT> to tensor<2x16x6x6xT>
-  %y = tcp.mul %s, %gb {dnnc.part = 4 : i64} : tensor<2x16x6x6xT>
-  %wp = tcp.param @wp : tensor<8x16x1x1xT>
-  %p = tcp.conv2d %y, %wp {dnnc.part = 4 : i64, stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x16x6x6xT>, tensor<8x16x1x1xT>) -> tensor<2x8x6x6xT>
-  func.return %p : tensor<2x8x6x6xT>
-}"""
+"""
+    + SCALED_PROJECTION
+)
 """The depthwise convolution left to cuDNN (its NHWC result the argument): the bias and SiLU
 join the mean's row kernel, which stores their result NHWC at the positions it reads."""
 
@@ -98,17 +102,6 @@ def test_the_depthwise_result_is_stored_channels_last(rng: torch.Generator) -> N
     assert not any(isinstance(op, tcp.TransposeOp) for op in program.entry.body.block.ops)
 
 
-@pytest.mark.parametrize("dtype", ["f32", "f16"])
-def test_block_matches_the_reference(dtype: str, rng: torch.Generator) -> None:
-    program = _program(dtype, rng)
-    inputs = [torch.randn(2, 16, 6, 6, generator=rng).to(TORCH_DTYPES[dtype])]
-    expected = ReferenceExecutor(program).run(inputs)
-    run_passes(program, TRITON_LOWERING)
-    actual, launched = run_with_triton(program, inputs, DEVICE)
-    assert launched == 5
-    assert_matches(actual[0].cpu(), expected[0], TORCH_DTYPES[dtype], what=f"squeeze-excite block ({dtype})")
-
-
 def test_after_a_channels_last_producer_the_activation_is_stored_by_the_mean(rng: torch.Generator) -> None:
     program = _program("f32", rng, AFTER_A_CHANNELS_LAST_PRODUCER)
     run_passes(program, TRITON_LOWERING)
@@ -119,12 +112,21 @@ def test_after_a_channels_last_producer_the_activation_is_stored_by_the_mean(rng
     assert mean.outputs[0] in projection.operands
 
 
+FORMS = {
+    "block": (BLOCK, (2, 16, 6, 6), 5),
+    "after_channels_last_producer": (AFTER_A_CHANNELS_LAST_PRODUCER, (2, 6, 6, 16), 3),
+}
+"""Each program, its input's shape and the Triton kernels it runs as."""
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
-def test_after_a_channels_last_producer_matches_the_reference(dtype: str, rng: torch.Generator) -> None:
-    program = _program(dtype, rng, AFTER_A_CHANNELS_LAST_PRODUCER)
-    inputs = [torch.randn(2, 6, 6, 16, generator=rng).to(TORCH_DTYPES[dtype])]
+@pytest.mark.parametrize("form", list(FORMS))
+def test_kernels_match_the_reference(form: str, dtype: str, rng: torch.Generator) -> None:
+    ir, shape, kernels = FORMS[form]
+    program = _program(dtype, rng, ir)
+    inputs = [torch.randn(shape, generator=rng).to(TORCH_DTYPES[dtype])]
     expected = ReferenceExecutor(program).run(inputs)
     run_passes(program, TRITON_LOWERING)
     actual, launched = run_with_triton(program, inputs, DEVICE)
-    assert launched == 3
-    assert_matches(actual[0].cpu(), expected[0], TORCH_DTYPES[dtype], what=f"squeeze-excite after cuDNN ({dtype})")
+    assert launched == kernels
+    assert_matches(actual[0].cpu(), expected[0], TORCH_DTYPES[dtype], what=f"squeeze-excite {form} ({dtype})")
