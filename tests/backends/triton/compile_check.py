@@ -120,6 +120,7 @@ def main() -> dict:
     target = compiler.cuda_target(int(sys.argv[1]) if len(sys.argv) > 1 else 90)
     kinds: dict[str, str] = {}
     waits: dict[str, bool] = {}
+    fused: dict[str, bool] = {}
     sources = []
     for case in CASES:
         program = case.program("f16")
@@ -134,6 +135,7 @@ def main() -> dict:
                         return {"skip": f"this Triton cannot run ptxas: {e}"}
                     raise
                 kinds[source.kind] = kernel.asm["cubin"][:4].hex()
+                fused[source.kind] = bool(kernel.metadata.enable_fp_fusion)
                 sources.append(source)
                 launched = compiler.compile_for(
                     generate(group, with_launch(candidates(GroupInfo.of(group))[0], target.arch)), target
@@ -154,6 +156,7 @@ def main() -> dict:
         **precompiled(target),
         "kinds": kinds,
         "pdl": waits,
+        "fp_fusion": fused,
         "reloaded": reloaded,
         **adoption,
         "failures": failures,

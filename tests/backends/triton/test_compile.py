@@ -36,6 +36,7 @@ def test_every_kind_compiles_for_sm90(tmp_path: Path) -> None:
     assert result["pdl"] == dict.fromkeys(KINDS, True), (
         "launched with PDL, every kind waits in its PTX and says so to its launcher"
     )
+    assert result["fp_fusion"] == dict.fromkeys(KINDS, True), "multiply-adds fuse whatever Triton's default"
     assert result["reloaded"], "every kernel loads from the cache without compiling"
     assert result["adopted"], "every kernel an artifact stores loads without compiling, cache or no cache"
     assert result["adopt_refused_other_key"], "a stored kernel under another content key is compiled again"
