@@ -138,8 +138,8 @@ class _Row:
         return full, per_row
 
     def _transposed_in(self, y: SSAValue) -> list[int] | None:
-        """The permutation that makes the input of ``y`` where the input is ``y`` transposed
-        (a squeeze-excite block's activation stored NHWC beside its mean over H, W)."""
+        """Where the anchor's input is ``y`` transposed, that transpose's permutation (a
+        squeeze-excite block's activation, stored NHWC beside its mean over H, W); else None."""
         owner = self.x.owner
         if isinstance(owner, tcp.TransposeOp) and owner.input is y and not self.info.depends_on_anchor(y):
             return list(ints(owner.permutation))
