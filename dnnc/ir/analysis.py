@@ -80,6 +80,13 @@ TO_NCHW = (0, 3, 1, 2)
 """The permutation that takes channels-last data back to NCHW."""
 
 
+def permutes_as_reshape(shape: Sequence[int], perm: Sequence[int]) -> bool:
+    """Whether transposing a tensor of ``shape`` by ``perm`` keeps the order of all its
+    dimensions larger than 1: a reshape, no data moved."""
+    kept = [p for p in perm if shape[p] != 1]
+    return kept == sorted(kept)
+
+
 def inverse_permutation(perm: Sequence[int]) -> list[int]:
     """``q`` with ``q[perm[i]] = i``: the transpose that undoes ``perm``."""
     out = [0] * len(perm)

@@ -13,7 +13,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from dnnc.ir import tcp
-from dnnc.ir.analysis import PINNED_ATTR
+from dnnc.ir.analysis import PINNED_ATTR, permutes_as_reshape
 from dnnc.ir.attrs import i64_array, ints
 from dnnc.ir.rewriting import PatternPass, retyped
 from dnnc.ir.types import as_tensor_type, shape_of, tensor_type
@@ -80,9 +80,7 @@ class TransposeOfUnitDimsToReshape(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tcp.TransposeOp, rewriter: PatternRewriter) -> None:
-        shape = shape_of(op.input)
-        moved = [p for p in ints(op.permutation) if shape[p] != 1]
-        if moved == sorted(moved):
+        if permutes_as_reshape(shape_of(op.input), ints(op.permutation)):
             rewriter.replace(op, tcp.ReshapeOp(operands=[op.input], result_types=[op.result.type]))
 
 

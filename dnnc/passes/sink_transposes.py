@@ -42,6 +42,7 @@ from dnnc.ir.analysis import (
     TO_NCHW,
     inverse_permutation,
     is_compile_time,
+    permutes_as_reshape,
     reduces_short_rows,
     taken_channels_last,
 )
@@ -112,15 +113,13 @@ def _others_read_rows(moved: list[SSAValue], op: Operation) -> bool:
 
 
 def _permutes_as_a_view(value: SSAValue, permutation: list[int]) -> bool:
-    """A broadcast of a tensor whose dimensions larger than 1 keep their order under
-    ``permutation`` (a squeeze-excite gate of N x C x 1 x 1): transposed, it stays a
-    broadcast of a reshape, and no data moves."""
+    """A broadcast of a tensor that ``permutation`` moves no data of
+    (``analysis.permutes_as_reshape``: a squeeze-excite gate of N x C x 1 x 1): transposed, it
+    stays a broadcast of a reshape."""
     owner = value.owner
     if not isinstance(owner, tcp.BroadcastOp) or len(shape_of(owner.input)) != len(permutation):
         return False
-    shape = shape_of(owner.input)
-    kept = [p for p in permutation if shape[p] != 1]
-    return kept == sorted(kept)
+    return permutes_as_reshape(shape_of(owner.input), permutation)
 
 
 def _runtime_transpose(value: SSAValue) -> bool:

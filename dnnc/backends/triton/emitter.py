@@ -293,6 +293,15 @@ class KernelEmitter:
     def with_dims(self, shape: Sequence[int], dims: Sequence[str]) -> Index:
         return Index(tuple(shape), dims=tuple(dims))
 
+    def before_transpose(self, op: tcp.TransposeOp, ix: Index) -> Index:
+        """The positions in a transpose's input that its result's positions ``ix`` read."""
+        d = self.dims(ix)
+        perm = ints(op.permutation)
+        src = [""] * len(perm)
+        for i, p in enumerate(perm):
+            src[p] = d[i]
+        return self.with_dims(shape_of(op.input), src)
+
     # Values -------------------------------------------------------------------------
 
     def load(self, v: SSAValue, ix: Index, mask: str) -> str:
@@ -356,12 +365,7 @@ class KernelEmitter:
             src = shape_of(op.input)
             return self.value(op.input, self.with_dims(src, ["0" if n == 1 else e for n, e in zip(src, d)]), mask)
         if isinstance(op, tcp.TransposeOp):
-            d = self.dims(ix)
-            perm = ints(op.permutation)
-            src = [""] * len(perm)
-            for i, p in enumerate(perm):
-                src[p] = d[i]
-            return self.value(op.input, self.with_dims(shape_of(op.input), src), mask)
+            return self.value(op.input, self.before_transpose(op, ix), mask)
         if isinstance(op, tcp.SliceOp):
             d = self.dims(ix)
             src = []

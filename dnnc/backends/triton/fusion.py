@@ -49,6 +49,7 @@ matmul, batch_matmul and conv2d out of the groups (for another backend).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -112,6 +113,11 @@ mark is dropped when the group is built."""
 def part_of(op: Operation) -> int | None:
     attr = op.attributes.get(PART_ATTR)
     return None if attr is None else int(attr.value.data)  # type: ignore[attr-defined]
+
+
+def one_part(ops: Iterable[Operation | None]) -> bool:
+    """Whether the partitioner gave ``ops`` (None for none) at most one part between them."""
+    return len({part_of(op) for op in ops if op is not None} - {None}) <= 1
 
 
 def fusion_groups(block: Block, products: bool = True, exclude: frozenset[Operation] = frozenset()) -> list[set[Operation]]:
@@ -213,7 +219,7 @@ class _Fuser:
         if has_one_use(transpose.operands[0]):
             return True
         (reader,) = [_top(u.operation, self.block) for u in transpose.results[0].uses]
-        return len({part_of(o) for o in [*producer, reader] if o is not None} - {None}) <= 1
+        return one_part([*producer, reader])
 
     def _take_elementwise_producer(self, transpose: Operation) -> None:
         """A ``conv_prologue`` transpose takes in the elementwise ops before it that nothing
@@ -229,7 +235,7 @@ class _Fuser:
         if (
             any(is_anchor(o) for o in ops)
             or any(u.operation is not transpose for r in self._outputs(ops) for u in r.uses)
-            or len({part_of(o) for o in [*ops, *readers] if o is not None} - {None}) > 1
+            or not one_part([*ops, *readers])
         ):
             return
         gid = self.group_of[transpose]
@@ -250,7 +256,7 @@ class _Fuser:
         anchors = sorted((op for op in ops if is_anchor(op)), key=self.order.__getitem__)
         if len(anchors) > 1 and not summed_products(anchors):
             return False
-        if len({part_of(op) for op in ops} - {None}) > 1 or self._cycle(ops):
+        if not one_part(ops) or self._cycle(ops):
             return False
         outputs = self._outputs(ops)
         if not anchors:

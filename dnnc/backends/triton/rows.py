@@ -137,12 +137,12 @@ class _Row:
                 )
         return full, per_row
 
-    def _transposed_in(self, y: SSAValue) -> list[int] | None:
-        """Where the anchor's input is ``y`` transposed, that transpose's permutation (a
-        squeeze-excite block's activation, stored NHWC beside its mean over H, W); else None."""
+    def _transposed_in(self, y: SSAValue) -> tcp.TransposeOp | None:
+        """Where the anchor's input is ``y`` transposed, that transpose (a squeeze-excite
+        block's activation, stored NHWC beside its mean over H, W); else None."""
         owner = self.x.owner
         if isinstance(owner, tcp.TransposeOp) and owner.input is y and not self.info.depends_on_anchor(y):
-            return list(ints(owner.permutation))
+            return owner
         return None
 
     def full_index(self) -> Index:
@@ -161,13 +161,8 @@ class _Row:
 
     def store_full(self, ix: Index) -> None:
         for y, out in self.full_outputs:
-            perm = self._transposed_in(y)
-            at = ix
-            if perm is not None:  # the input's positions, through the transpose
-                d, src = self.em.dims(ix), [""] * len(perm)
-                for i, p in enumerate(perm):
-                    src[p] = d[i]
-                at = self.em.with_dims(shape_of(y), src)
+            transpose = self._transposed_in(y)
+            at = ix if transpose is None else self.em.before_transpose(transpose, ix)
             v = self.em.value(y, at, "mask")
             store_output(self.em, out, y, v, f"tl.broadcast_to({self.em.flat(at)}, {TILE})", "mask")
 
