@@ -42,6 +42,13 @@ METRICS = {
     "Registers Per Thread": "registers",
     "Waves Per SM": "waves",
     "SM Frequency": "sm_mhz",
+    # the sections of ``--set full`` (``NCU_SET=full``), where ncu ran them
+    "Warp Cycles Per Issued Instruction": "cycles_per_issue",
+    "Issue Slots Busy": "issue_busy_pct",
+    "L2 Hit Rate": "l2_hit_pct",
+    "L1/TEX Hit Rate": "l1_hit_pct",
+    "Mem Busy": "mem_busy_pct",
+    "Max Bandwidth": "max_bandwidth_pct",
 }
 DURATION_UNITS = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
 """Microseconds per unit ncu may write a duration in (2025.3 writes ``ns``)."""
@@ -110,8 +117,8 @@ def table(csv_path: Path) -> list[dict[str, Any]]:
         kernel = kernels.setdefault(
             ident, {"id": ident, "kernel": row.get("Kernel Name", "")[:120], "grid": row.get("Grid Size")}
         )
-        if name is None:
-            continue
+        if name is None or (name.endswith("_pct") and row.get("Metric Unit") not in ("%", None)):
+            continue  # with the full set, "Memory Throughput" is also a rate in bytes/s
         value = _number(row.get("Metric Value", ""))
         if value is not None and name == "duration_us":
             unit = row.get("Metric Unit", "")

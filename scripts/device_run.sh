@@ -46,7 +46,8 @@
 #              default conv-block-b1; bench/call_overhead.py)
 #   ncu-kernels  Nsight Compute's counters of every kernel of one call ($NCU_WORKLOADS, default
 #              resnet50-b32; compiled and saved first, then loaded under ncu; bench/ncu_kernels.py):
-#              $OUT/ncu-<workload>.csv and .json
+#              $OUT/ncu-<workload>.csv and .json; $NCU_SET (e.g. full) adds that section set
+#              (warp stalls, memory and pipe workloads) to the three sections read by default
 #   step-profile  each step's GPU time inside the built program, and the compile's expensive
 #              calls ($PROFILE_WORKLOADS, default resnet50-b1; $PROFILE_ARGS, e.g. --peer-kernels --own-kernels;
 #              bench/compile_profile.py); with $AB_SIDES, each side's tree in turn (as in ab), under
@@ -246,6 +247,7 @@ for step in $steps; do
         [ -n "$ncu_bin" ] || break
         python3 bench/ncu_kernels.py save --workload "$w" --artifact "/tmp/ncu-$w.dnnc" > "$OUT/ncu-$w.log" 2>&1 || { status=1; continue; }
         "$ncu_bin" --clock-control none --profile-from-start off --target-processes application-only \
+          ${NCU_SET:+--set "$NCU_SET"} \
           --section SpeedOfLight --section Occupancy --section LaunchStats --csv --log-file "$OUT/ncu-$w.csv" \
           python3 bench/ncu_kernels.py run --workload "$w" --artifact "/tmp/ncu-$w.dnnc" >> "$OUT/ncu-$w.log" 2>&1 || status=1
         python3 bench/ncu_kernels.py table "$OUT/ncu-$w.csv" --out "$OUT/ncu-$w.json" | tee -a "$OUT/ncu-$w.log" | head -80
