@@ -229,13 +229,20 @@ def _preamble(header: list[str], constants: dict[str, int]) -> list[str]:
     ]
 
 
+def _loaded_first(epilogue: list[str]) -> list[str]:
+    """The ``epilogue``'s loads of vectors along the tile's columns (a bias), issued before
+    the consumer's product so that they arrive while it multiplies (``pingpong.hoisted_loads``)."""
+    return [f"    {line}" for line in pingpong.hoisted_loads(epilogue)[0]]
+
+
 def _stored(epilogue: list[str]) -> list[str]:
-    """A consumer's epilogue on its tile (``epilogue``, leaving ``result``) and the result's
-    way out: once the consumer's last tile has left its buffer, through it and a TMA box of
-    the output (what lies past the image's edges is not written)."""
+    """A consumer's epilogue on its tile (``epilogue``, leaving ``result``, less the loads
+    ``_loaded_first`` issued before its product) and the result's way out: once the
+    consumer's last tile has left its buffer, through it and a TMA box of the output (what
+    lies past the image's edges is not written)."""
     return [
         "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
-        *(f"    {line}" for line in epilogue),
+        *(f"    {line}" for line in pingpong.hoisted_loads(epilogue)[1]),
         "        buf.store(result)",
         "        fence_async_shared()",
         "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
@@ -323,6 +330,7 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "    buf = c_bufs.index(ME)",
         "    for j in range(ME, tiles, 2):",
         "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
+        *_loaded_first(epilogue),
         *pingpong.k_loop(),
         *_stored(epilogue),
     ]
@@ -432,6 +440,7 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
         "    mbarrier.wait(w_ready, 0)",
         "    for j in range(ME, tiles, 2):",
         "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
+        *_loaded_first(epilogue),
         "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
         "        mbarrier.wait(ready.index(ME), (j // 2) & 1)",
         "        for tap in gl.static_range(9):",

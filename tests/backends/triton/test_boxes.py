@@ -166,6 +166,9 @@ def test_a_box_kernel_stores_its_tile_through_tma_and_refuses_other_tiles() -> N
     assert [d.block for d in source.descriptors] == [(1, 4, 32, 64), (128, 64), (1, 4, 32, 128)]
     assert source.descriptors[1].shape == (128, 9 * 128) and source.fallback is not None
     assert source.grid == (pingpong.PROGRAMS, 1, 1)
+    consume = source.text.index("def consume")
+    # the bias is read before the product, so its latency passes while the tile multiplies
+    assert consume < source.text.index("= gl.load(") < source.text.index("warpgroup_mma(", consume)
     with pytest.raises(CodegenError, match="128 pixels"):
         generate(info.group, config(128, 4, 4) | {"BLOCK_M": 64}, info=info)
     with pytest.raises(CodegenError, match="box kernel needs"):

@@ -140,6 +140,31 @@ def test_translate_takes_tl_calls_to_gluon_and_refuses_what_gluon_lacks() -> Non
         pingpong.translate(["    r = tl.arange(0, 16)"])
 
 
+def test_a_bias_is_loaded_before_the_product_and_the_tile_after_it() -> None:
+    epilogue = [
+        "    pid_b = 0",
+        "    rm = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, ACC))[:, None]",
+        "    rn = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, ACC))[None, :]",
+        "    o_i = pid_b * 64 + rn",
+        "    cmask = (rm < 98) & (rn < 64)",
+        "    x0 = gl.load(in2 + o_i, mask=rn < 64, other=0)",
+        "    x1 = x0.to(gl.float32)",
+        "    x2 = gl.load(in3 + rm * 64 + rn, mask=cmask, other=0)",
+        "    v0 = acc + x1 + x2.to(gl.float32)",
+        "    result = v0.to(gl.float16)",
+    ]
+    head, rest = pingpong.hoisted_loads(epilogue)
+    assert head == [epilogue[0], epilogue[2], epilogue[3], epilogue[5]]
+    assert rest == [line for line in epilogue if line not in head]
+    # a name assigned twice, or a line that assigns nothing: nothing moves
+    assert pingpong.hoisted_loads([*epilogue, "    x0 = x1"]) == ([], [*epilogue, "    x0 = x1"])
+    assert pingpong.hoisted_loads([*epilogue, "    gl.store(out0, result)"])[0] == []
+    _, group = _group("conv_residual", "f16")
+    text = generate(group, CONFIG, info=GroupInfo.of(group)).text
+    bias = text.index("= gl.load(")
+    assert text.index("tile_origin(pid + j * programs)", text.index("def consume")) < bias < text.index("warpgroup_mma(")
+
+
 BUILD = """
 import json, sys
 from tests.backends.triton.test_pingpong import KERNELS, _group
