@@ -174,10 +174,12 @@ def stem_cells(
 
 
 @gluon.jit
-def _image_loader(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.constexpr):
+def _image_loader(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.constexpr, LOAD: gl.constexpr):
     """Four warps: each tile's four copies built from the NCHW image (3 channels, 224 x 224)
     with plain loads (a cell's channel is one pixel's: 2 bytes apart from nothing it sits
-    beside in the image), masked where the padding or the fourth channel is."""
+    beside in the image), masked where the padding or the fourth channel is. Without
+    ``LOAD`` (an ablation, ``--ablate``) only the first tile of each stage is built: the
+    products then read stale copies, and the time left is the kernel's without its loads."""
     _, x_smem = bufs
     ready, empty, _ = bars
     STAGES: gl.constexpr = x_smem.type.shape[0] // 4
@@ -201,19 +203,25 @@ def _image_loader(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.conste
         rest = t % (BANDS * 7)
         y = 2 * ((rest // 7) * BH + r)[:, None] + dy[None, :] - 3
         inside = (r < BH + 3)[:, None] & (k < 3)[None, :] & (y >= 0) & (y < 224)
-        for tx in gl.static_range(4):
-            x = 2 * ((rest % 7) * 16 + c + tx)[:, None] + dx[None, :] - 3
-            taken = inside & (x >= 0) & (x < 224)
-            values = gl.load(image + ((n * 3 + k[None, :]) * 224 + y) * 224 + x, mask=taken, other=0.0)
-            _viewed(x_smem.index(slot * 4 + tx), image.dtype.element_ty, [ROWS * 16, 16], matrix).store(values)
+        if LOAD or j < STAGES:
+            for tx in gl.static_range(4):
+                x = 2 * ((rest % 7) * 16 + c + tx)[:, None] + dx[None, :] - 3
+                taken = inside & (x >= 0) & (x < 224)
+                values = gl.load(image + ((n * 3 + k[None, :]) * 224 + y) * 224 + x, mask=taken, other=0.0)
+                _viewed(x_smem.index(slot * 4 + tx), image.dtype.element_ty, [ROWS * 16, 16], matrix).store(values)
         fence_async_shared()  # the copies, written by these threads, are read by wgmma
         _thread_barrier()
         mbarrier.arrive(ready.index(slot))
 
 
 @gluon.jit
-def _image_consumer(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.constexpr, bias, out):
-    """The default partition: the sixteen tap products of each tile, then its epilogue."""
+def _image_consumer(
+    image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.constexpr, bias, out, stored_from, STORE: gl.constexpr
+):
+    """The default partition: the sixteen tap products of each tile, then its epilogue.
+    Ablations (``--ablate``): tiles from ``stored_from`` on are not stored (a runtime value,
+    so the products stay); ``STORE`` 4 stores a quarter of each tile (the pixels of even rows
+    and columns: the bytes a 3x3/2 max pool's output would take), 0 none."""
     w_smem, x_smem = bufs
     ready, empty, loaded = bars
     STAGES: gl.constexpr = x_smem.type.shape[0] // 4
@@ -230,12 +238,40 @@ def _image_consumer(image, w_desc, bufs, bars, pid, programs, tiles, BH: gl.cons
         acc = _tap_products(x_smem, w_smem, slot, BH, acc_layout)
         mbarrier.arrive(empty.index(slot))
         y = gl.convert_layout(gl.maximum(acc + b[:, None], 0.0).to(dtype), out_layout)
-        _store_tile(out, y, pid + j * programs, BH, out_layout)
+        if STORE == 1:
+            _store_tile(out, y, pid + j * programs, BH, out_layout)
+        elif pid + j * programs < stored_from:
+            _store_quarter(out, y, pid + j * programs, BH, out_layout, STORE == 4)
+
+
+@gluon.jit
+def _store_quarter(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr, QUARTER: gl.constexpr):
+    """``_store_tile``, only the pixels of even rows and columns where ``QUARTER``."""
+    BP: gl.constexpr = BH * 16
+    BANDS: gl.constexpr = 112 // BH
+    out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
+    out_p = gl.arange(0, BP, layout=gl.SliceLayout(0, out_layout))
+    n = tile // (BANDS * 7)
+    rest = tile % (BANDS * 7)
+    pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
+    taken = ((out_p // 16) % 2 == 0) & (out_p % 2 == 0) if QUARTER else out_p >= 0
+    gl.store(out + pixel[None, :] * 64 + out_c[:, None], y, mask=taken[None, :] & (out_c >= 0)[:, None])
 
 
 @gluon.jit
 def stem_image(
-    image, w_desc, bias, out, TILES, BH: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr, LOADER_REGS: gl.constexpr
+    image,
+    w_desc,
+    bias,
+    out,
+    TILES,
+    stored_from,
+    BH: gl.constexpr,
+    STAGES: gl.constexpr,
+    num_warps: gl.constexpr,
+    LOADER_REGS: gl.constexpr,
+    LOAD: gl.constexpr = True,
+    STORE: gl.constexpr = 1,
 ):
     """The same stem in one launch from the NCHW image (N x 3 x 224 x 224): a loader
     partition builds the cells in shared memory, the default partition multiplies (no cells
@@ -262,8 +298,8 @@ def stem_image(
     bars = (ready, empty, loaded)
     gl.warp_specialize(
         [
-            (_image_consumer, (image, w_desc, bufs, bars, pid, programs, tiles, BH, bias, out)),
-            (_image_loader, (image, w_desc, bufs, bars, pid, programs, tiles, BH)),
+            (_image_consumer, (image, w_desc, bufs, bars, pid, programs, tiles, BH, bias, out, stored_from, STORE)),
+            (_image_loader, (image, w_desc, bufs, bars, pid, programs, tiles, BH, LOAD)),
         ],
         [4],
         [LOADER_REGS],
@@ -338,12 +374,15 @@ def compile_only() -> dict[str, dict]:
             "bias": "*fp16",
             "out": "*fp16",
             "TILES": "i32",
+            "stored_from": "i32",
             "BH": "constexpr",
             "STAGES": "constexpr",
             "num_warps": "constexpr",
             "LOADER_REGS": "constexpr",
+            "LOAD": "constexpr",
+            "STORE": "constexpr",
         }
-        values = {"BH": bh, "STAGES": stages, "num_warps": 4, "LOADER_REGS": regs}
+        values = {"BH": bh, "STAGES": stages, "num_warps": 4, "LOADER_REGS": regs, "LOAD": True, "STORE": 1}
         constexprs = {(list(signature).index(k),): v for k, v in values.items()}
         aligned = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(signature.values()) if t.startswith("*")}
         name = f"image_bh{bh}_s{stages}_x{per_sm}"
@@ -362,7 +401,52 @@ def _image_options(per_sm: int) -> dict:
     return {"num_warps": 4, "maxnreg": 128 if per_sm == 2 else 168}
 
 
-def probe(batch: int, sms: int) -> dict:
+ABLATIONS = {
+    "whole": (True, 1, None),
+    "no_loads": (False, 1, None),
+    "no_stores": (True, 0, 0),
+    "quarter_stores": (True, 4, None),
+    "products_only": (False, 0, 0),
+}
+"""``--ablate``: (LOAD, STORE, stored_from; None: every tile) of ``stem_image`` in its first
+config, each timed (only "whole" computes the stem; the others read stale copies or store
+less): where its time goes, the image's loads, the output's stores or the products, and
+what a pooled output's quarter of the stores would leave."""
+
+
+def ablations(image, w_desc, bias, out, batch: int, sms: int) -> dict[str, float]:
+    from dnnc.timing import device_time_ms
+
+    bh, stages, per_sm, regs = IMAGE_CONFIGS[0]
+    tiles = batch * (OUT_SIDE // bh) * 7
+    programs = min(tiles, sms * per_sm)
+    found = {}
+    for name, (load, store, stored_from) in ABLATIONS.items():
+        launch = stem_image[(programs,)]
+
+        def run(load=load, store=store, stored_from=tiles if stored_from is None else stored_from, launch=launch):
+            launch(
+                image,
+                w_desc,
+                bias,
+                out,
+                tiles,
+                stored_from,
+                bh,
+                stages,
+                LOADER_REGS=regs,
+                num_warps=4,
+                maxnreg=_image_options(per_sm)["maxnreg"],
+                LOAD=load,
+                STORE=store,
+            )
+
+        found[name] = round(device_time_ms(run) * 1e3, 2)
+        print(batch, "ablation", name, found[name], flush=True)
+    return found
+
+
+def probe(batch: int, sms: int, ablate: bool = False) -> dict:
     import torch
     import torch.nn.functional as F
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -413,10 +497,12 @@ def probe(batch: int, sms: int) -> dict:
         def run(programs=programs, tiles=tiles, bh=bh, stages=stages, per_sm=per_sm, regs=regs):
             options = _image_options(per_sm)
             stem_image[(programs,)](
-                image, w_desc, bias, out, tiles, bh, stages, LOADER_REGS=regs, num_warps=4, maxnreg=options["maxnreg"]
+                image, w_desc, bias, out, tiles, tiles, bh, stages, LOADER_REGS=regs, num_warps=4, maxnreg=options["maxnreg"]
             )
 
         check_and_time(f"image_bh{bh}_s{stages}_x{per_sm}", run)
+    if ablate:
+        row["ablations_us"] = ablations(image, w_desc, bias, out, batch, sms)
     row["kernels"] = kernels
     for kind in ("cells", "image"):
         timed = [(v, tag) for tag, v in kernels.items() if tag.startswith(kind) and isinstance(v, float)]
@@ -429,13 +515,14 @@ def main() -> None:
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--out", default="gluon-stem.json")
     ap.add_argument("--compile-only", action="store_true", help="build every config for sm_90, no GPU needed")
+    ap.add_argument("--ablate", action="store_true", help="also time the image kernel without its loads, its stores or both")
     args = ap.parse_args()
     if args.compile_only:
         printed_builds(compile_only)
         return
     sms, found = gpu_run()
     for batch in (int(b) for b in args.batches.split(",")):
-        found[f"b{batch}"] = row = probe(batch, sms)
+        found[f"b{batch}"] = row = probe(batch, sms, args.ablate)
         print(batch, {k: v for k, v in row.items() if k != "kernels"}, flush=True)
         kept(found, args.out)
 
