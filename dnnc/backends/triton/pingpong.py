@@ -115,10 +115,13 @@ def hoisted_loads(epilogue: list[str]) -> tuple[list[str], list[str]]:
     """The ``epilogue`` split in two: its loads of vectors along the tile's columns (a
     bias: loads that read neither the accumulator, a residual nor the tile's rows) with the
     lines they read, to run before the K loop, and the rest, after it. A consumer that
-    issued such a load after its product waited its whole latency on every tile (on an H200,
-    a third of ResNet-50's stage-3 expansion's stalls were on it); issued first, it arrives
-    while the tile multiplies. Every line of an epilogue assigns a new name; where one does
-    not, nothing is hoisted."""
+    issued such a load after its product waited its whole latency on every tile; issued
+    first, it arrives while the tile multiplies. On an H200 (ResNet-50 b32 under ncu) 35% of
+    the cycles between a stage-3 expansion's instructions had gone waiting on global loads,
+    the bias its consumers' only one, and the stage-2 expansions ran 1.5-2.2 us faster with
+    it first. Tile-shaped loads stay where they were: held across the K loop they would
+    take the registers the accumulator needs. Every line of an epilogue assigns a new name;
+    where one does not, nothing is hoisted."""
     parsed = [_ASSIGNMENT.match(line) for line in epilogue]
     if not all(parsed):
         return [], epilogue
