@@ -12,9 +12,16 @@ tile of BH output rows by 16 output columns in shared memory once per tap column
 operand is then the copy's rows from ``16 ty``, a plain matrix. The product runs
 transposed (64 output channels by the tile's pixels, wgmma's N), the weights (a 64 x 16
 matrix per tap, gathered from the convolution's weight once per program) resident in
-shared memory. A loader partition builds the copies from the NCHW image with plain loads
-(a cell's channel sits 2 bytes apart from nothing beside it in the image: nothing TMA or
-``cp.async`` can copy), so the group reads the image as it is, with no step before it.
+shared memory. A loader partition reads the tile's region of the image once, its cells
+(BH + 3 rows of 19) with plain loads (a cell's channel sits 2 bytes apart from nothing
+beside it in the image: nothing TMA or ``cp.async`` can copy) into shared memory, and
+builds the four copies from there, each from the region's column ``tx``; so the group
+reads the image as it is, with no step before it. Building each copy from the image (four
+loads of most cells) ran the stem 46.8 / 158.9 us in ResNet-50's program at batch 32 /
+128 on an H200, from the region 44.8 / 152.4 (``bench/compile_profile.py``); the probe's
+kernel with no image loads at all ran 30.3 / 86.5 us against 44.7 / 151.0 with them
+(``gluon_stem_probe.py --ablate``), so the copies' loads and stores still take most of
+what loading costs.
 
 On an H200 (``bench/gluon_stem_probe.py``, ``bench/results/gluon-stem-2026-11-29-h200.json``)
 that ran ResNet-50's stem at batch 128 in 152 us, against cuDNN's 205 plus the 25 of the
@@ -62,6 +69,11 @@ PITCH = 12
 (Gluon's shapes are powers of two, so a copy is filled as 8 rows and 4). Four copies a
 stage in 48 rows (not 4 x 16) keep two programs on an SM with either output layout."""
 TILE_COLUMNS = 16
+REGION = 32
+"""Cells a row of a tile's region takes in shared memory: the TILE_COLUMNS + 3 its taps
+read, padded so that a copy's rows start at a row of the region plus its tap column."""
+REGION_ROWS = 12
+"""Cell rows of the region: the BH + 3 its taps read, and one (filled as three blocks of 4)."""
 STAGES = 2
 """Tiles in flight between the loader and the product (the ``STEM`` config's value): two,
 so two programs share an SM (100 KB of shared memory each) and one's epilogue runs beside
@@ -195,6 +207,8 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "WO": plan.out[1],
         "TAPS_H": taps_h,
         "TAPS_W": taps_w,
+        "REGION": REGION,
+        "REGION_ROWS": REGION_ROWS,
         "BANDS": plan.out[0] // BH,
         "COLUMNS": plan.out[1] // TILE_COLUMNS,
         "TILES": plan.tiles,
@@ -221,6 +235,12 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         f"STORE = gl.constexpr(gl.BlockedLayout({store}))",
         "CELLS = gl.constexpr(gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0]))",
         "TAP = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [4, 1], [1, 0]))",
+        "# the region's rows of cells, and a copy's 8 and 4 rows read from them: a thread's 16",
+        "# channels of one cell, as CELLS and TAP hold them once the rows are flattened",
+        "PLAIN = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))",
+        "PLAIN3 = gl.constexpr(gl.SwizzledSharedLayout(1, 1, 1, order=[2, 1, 0]))",
+        "CELLS3 = gl.constexpr(gl.BlockedLayout([1, 1, 16], [2, 16, 1], [4, 1, 1], [2, 1, 0]))",
+        "TAP3 = gl.constexpr(gl.BlockedLayout([1, 1, 8], [1, 16, 2], [4, 1, 1], [2, 1, 0]))",
         "",
         "",
         "@gluon.jit",
@@ -238,30 +258,49 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "",
         "",
         "@gluon.jit",
-        "def fill(image, rows, first: gl.constexpr, n, y0, x0, tx: gl.constexpr, LAYOUT: gl.constexpr):",
-        '    """Cell rows ``first ..`` of copy ``tx`` (as many as ``rows`` holds), from the image."""',
-        "    COUNT: gl.constexpr = rows.type.shape[0]",
-        "    cell = gl.arange(0, COUNT, layout=gl.SliceLayout(1, LAYOUT))[:, None]",
-        "    ch = gl.arange(0, 16, layout=gl.SliceLayout(0, LAYOUT))[None, :]",
+        "def fill(image, q_smem, first: gl.constexpr, n, y0, x0):",
+        '    """The region\'s cell rows ``first .. first + 3`` from the image: cell ``(r, cc)`` holds',
+        "    the 2 x 2 pixels of every channel at output row ``y0 + r`` and column ``x0 + cc``'s",
+        '    window corner, REGION cells a row (those past the taps\' reach zero)."""',
+        "    COUNT: gl.constexpr = 4 * REGION",
+        f"    region = q_smem.index(first * REGION)._reinterpret({dtype}, [COUNT, 16], PLAIN)",
+        "    cell = gl.arange(0, COUNT, layout=gl.SliceLayout(1, CELLS))[:, None]",
+        "    ch = gl.arange(0, 16, layout=gl.SliceLayout(0, CELLS))[None, :]",
         "    k = ch % 4",
-        "    r = first + cell // 16",
+        "    r = first + cell // REGION",
+        "    cc = cell % REGION",
         "    y = 2 * (y0 + r) + ch // 8 - PH",
-        "    x = 2 * (x0 + cell % 16 + tx) + (ch // 4) % 2 - PW",
-        "    taken = (r < BH + TAPS_H - 1) & (k < C) & (y >= 0) & (y < H) & (x >= 0) & (x < W)",
-        "    rows.store(gl.load(image + ((n * C + k) * H + y) * W + x, mask=taken, other=0.0))",
+        "    x = 2 * (x0 + cc) + (ch // 4) % 2 - PW",
+        "    taken = (r < BH + TAPS_H - 1) & (cc < 16 + TAPS_W - 1) & (k < C) & (y >= 0) & (y < H) & (x >= 0) & (x < W)",
+        "    region.store(gl.load(image + ((n * C + k) * H + y) * W + x, mask=taken, other=0.0))",
         "",
         "",
         "@gluon.jit",
-        "def loader(ptrs, x_smem, ready, empty, pid, programs, tiles):",
+        "def copy(q_smem, rows, first: gl.constexpr, tx: gl.constexpr, LAYOUT: gl.constexpr):",
+        '    """Cell rows ``first ..`` of copy ``tx`` (as many as ``rows`` holds): the region\'s, from',
+        '    its column ``tx`` (a view from that cell, which a subslice could not start at)."""',
+        "    R: gl.constexpr = rows.type.shape[0] // 16",
+        f"    region = q_smem.index(first * REGION + tx)._reinterpret({dtype}, [R, REGION, 16], PLAIN3)",
+        "    values = region.slice(0, 16, dim=1).load(LAYOUT)",
+        "    rows.store(gl.reshape(values, [R * 16, 16]))",
+        "",
+        "",
+        "@gluon.jit",
+        "def loader(ptrs, x_smem, q_smem, ready, empty, pid, programs, tiles):",
         f"    {pointers}, = ptrs",
         "    for j in range(tiles):",
         "        slot = j % STAGES",
-        "        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)",
         "        n, y0, x0 = origin(pid + j * programs)",
+        "        # the region once, its loads along the image's rows; the last tile's copies are",
+        "        # built (the barrier before its arrival), so its region may be overwritten",
+        "        for first in gl.static_range(0, REGION_ROWS, 4):",
+        f"            fill({plan.image}, q_smem, first, n, y0, x0)",
+        "        thread_barrier()  # the region, stored by these threads, is read by them below",
+        "        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)",
         "        stage = viewed(x_smem.index(slot * 3), [PITCH * 4, 16, 16])",
         "        for tx in gl.static_range(TAPS_W):",
-        f"            fill({plan.image}, viewed(stage.index(PITCH * tx), [128, 16]), 0, n, y0, x0, tx, CELLS)",
-        f"            fill({plan.image}, viewed(stage.index(PITCH * tx + 8), [64, 16]), 8, n, y0, x0, tx, TAP)",
+        "            copy(q_smem, viewed(stage.index(PITCH * tx), [128, 16]), 0, tx, CELLS3)",
+        "            copy(q_smem, viewed(stage.index(PITCH * tx + 8), [64, 16]), 8, tx, TAP3)",
         "        fence_async_shared()  # the copies, stored by these threads, are read by wgmma",
         "        thread_barrier()",
         "        mbarrier.arrive(ready.index(slot))",
@@ -295,6 +334,9 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         f"    w_smem = gl.allocate_shared_memory({dtype}, [TAPS_H * TAPS_W, 64, 16], MATRIX)",
         "    # a stage: 4 copies of PITCH cell rows (BH + 3 read), as 3 blocks of 16 rows",
         f"    x_smem = gl.allocate_shared_memory({dtype}, [STAGES * 3, 16, 16, 16], COPIES)",
+        "    # the loader's region of the tile: REGION_ROWS rows of REGION cells, and the cells",
+        "    # a copy's last view reads past it",
+        f"    q_smem = gl.allocate_shared_memory({dtype}, [REGION_ROWS * REGION + 8, 1, 16], PLAIN)",
         "    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    for i in gl.static_range(STAGES):",
@@ -319,7 +361,7 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         f"    ptrs = ({pointers},)",
         "    gl.warp_specialize(",
         "        [(product, (ptrs, w_smem, x_smem, ready, empty, pid, programs, tiles)),",
-        "         (loader, (ptrs, x_smem, ready, empty, pid, programs, tiles))],",
+        "         (loader, (ptrs, x_smem, q_smem, ready, empty, pid, programs, tiles))],",
         f"        [4], [{LOADER_REGS}])",
         "",
     ]

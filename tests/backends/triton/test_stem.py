@@ -129,6 +129,9 @@ def test_the_source_holds_the_partitions_and_the_emitters_epilogue(monkeypatch: 
         assert "gl.warp_specialize(" in source.text and "def loader(" in source.text
         assert f"gl.store(out0 + {stores}" in source.text, source.text
         assert "tl." not in source.text.split("def product(")[1]
+        # the loader reads the tile's region once and builds each tap column's copy from it
+        loader = source.text.split("def loader(")[1].split("@gluon.jit")[0]
+        assert loader.count("fill(") == 1 and loader.count("copy(q_smem, ") == 2 and "gl.load" not in loader
         assert source.grid == (16, 1, 1) and not source.descriptors  # 16 tiles; pointers only
 
 
