@@ -7,6 +7,7 @@ run starts and keeps its results."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -57,6 +58,16 @@ def printed_builds(compile_only: Callable[[], dict[str, dict]]) -> None:
     """``--compile-only``: every config's build, one line each."""
     for name, result in compile_only().items():
         print(name, result)
+
+
+def probe_arguments(doc: str, batches: tuple[int, ...], out: str) -> argparse.ArgumentParser:
+    """A probe's command line: ``--batches``, ``--out`` (the JSON under ``$OUT``) and
+    ``--compile-only`` (build for sm_90, no GPU needed); the probe adds its own."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--batches", default=",".join(map(str, batches)))
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--compile-only", action="store_true", help="build the kernels for sm_90, no GPU needed")
+    return ap
 
 
 def gpu_run() -> tuple[int, dict[str, Any]]:

@@ -31,8 +31,6 @@ pooling's shared-memory passes run on the product's warpgroup after each tile.
 
 from __future__ import annotations
 
-import argparse
-
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -43,7 +41,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_common import built_summary, gpu_run, kept, printed_builds
+from bench.gluon_common import built_summary, gpu_run, kept, printed_builds, probe_arguments
 from bench.gluon_common import thread_barrier as _thread_barrier
 from bench.gluon_common import viewed as _viewed
 
@@ -320,11 +318,7 @@ def probe(batch: int, sms: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
-    ap.add_argument("--out", default="gluon-stem-pool.json")
-    ap.add_argument("--compile-only", action="store_true", help="build the kernel for sm_90, no GPU needed")
-    args = ap.parse_args()
+    args = probe_arguments(__doc__, BATCHES, "gluon-stem-pool.json").parse_args()
     if args.compile_only:
         printed_builds(compile_only)
         return

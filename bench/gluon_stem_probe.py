@@ -35,8 +35,6 @@ a GPU and prints what each kernel's PTX holds or why it failed.
 
 from __future__ import annotations
 
-import argparse
-
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -47,7 +45,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from bench.gluon_common import built_summary, gpu_run, kept, printed_builds
+from bench.gluon_common import built_summary, gpu_run, kept, printed_builds, probe_arguments
 from bench.gluon_common import thread_barrier as _thread_barrier
 from bench.gluon_common import tma_load as _tma_load
 from bench.gluon_common import viewed as _viewed
@@ -108,8 +106,9 @@ def _tap_products(x_smem, w_smem, slot, BH: gl.constexpr, acc_layout: gl.constex
 
 
 @gluon.jit
-def _store_tile(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr):
-    """Tile ``tile``'s result ``y`` (64 channels by BH * 16 pixels) into the NHWC output."""
+def _store_tile(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr, QUARTER: gl.constexpr = False):
+    """Tile ``tile``'s result ``y`` (64 channels by BH * 16 pixels) into the NHWC output;
+    only the pixels of even rows and columns where ``QUARTER`` (``--ablate``)."""
     BP: gl.constexpr = BH * 16
     BANDS: gl.constexpr = 112 // BH
     out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
@@ -117,7 +116,11 @@ def _store_tile(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr):
     n = tile // (BANDS * 7)
     rest = tile % (BANDS * 7)
     pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
-    gl.store(out + pixel[None, :] * 64 + out_c[:, None], y)
+    if QUARTER:
+        taken = ((out_p // 16) % 2 == 0) & (out_p % 2 == 0)
+        gl.store(out + pixel[None, :] * 64 + out_c[:, None], y, mask=taken[None, :] & (out_c >= 0)[:, None])
+    else:
+        gl.store(out + pixel[None, :] * 64 + out_c[:, None], y)
 
 
 @gluon.jit
@@ -241,21 +244,7 @@ def _image_consumer(
         if STORE == 1:
             _store_tile(out, y, pid + j * programs, BH, out_layout)
         elif pid + j * programs < stored_from:
-            _store_quarter(out, y, pid + j * programs, BH, out_layout, STORE == 4)
-
-
-@gluon.jit
-def _store_quarter(out, y, tile, BH: gl.constexpr, out_layout: gl.constexpr, QUARTER: gl.constexpr):
-    """``_store_tile``, only the pixels of even rows and columns where ``QUARTER``."""
-    BP: gl.constexpr = BH * 16
-    BANDS: gl.constexpr = 112 // BH
-    out_c = gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
-    out_p = gl.arange(0, BP, layout=gl.SliceLayout(0, out_layout))
-    n = tile // (BANDS * 7)
-    rest = tile % (BANDS * 7)
-    pixel = (n * 112 + (rest // 7) * BH + out_p // 16) * 112 + (rest % 7) * 16 + out_p % 16
-    taken = ((out_p // 16) % 2 == 0) & (out_p % 2 == 0) if QUARTER else out_p >= 0
-    gl.store(out + pixel[None, :] * 64 + out_c[:, None], y, mask=taken[None, :] & (out_c >= 0)[:, None])
+            _store_tile(out, y, pid + j * programs, BH, out_layout, STORE == 4)
 
 
 @gluon.jit
@@ -511,10 +500,7 @@ def probe(batch: int, sms: int, ablate: bool = False) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
-    ap.add_argument("--out", default="gluon-stem.json")
-    ap.add_argument("--compile-only", action="store_true", help="build every config for sm_90, no GPU needed")
+    ap = probe_arguments(__doc__, BATCHES, "gluon-stem.json")
     ap.add_argument("--ablate", action="store_true", help="also time the image kernel without its loads, its stores or both")
     args = ap.parse_args()
     if args.compile_only:
