@@ -76,7 +76,7 @@ REGION_ROWS = 12
 """Cell rows of the region: the BH + 3 its taps read, and one (filled as three blocks of 4)."""
 STAGES = 2
 """Tiles in flight between the loader and the product (the ``STEM`` config's value): two,
-so two programs share an SM (100 KB of shared memory each) and one's epilogue runs beside
+so two programs share an SM (111 KB of shared memory each) and one's epilogue runs beside
 the other's product. On the probe, two programs an SM ran 45 / 152 us at batch 32 / 128,
 one with three or four stages 52 / 185."""
 PROGRAMS_PER_SM = 2
@@ -291,7 +291,7 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "    for j in range(tiles):",
         "        slot = j % STAGES",
         "        n, y0, x0 = origin(pid + j * programs)",
-        "        # the region once, its loads along the image's rows; the last tile's copies are",
+        "        # the region, each cell gathered from the image once; the last tile's copies are",
         "        # built (the barrier before its arrival), so its region may be overwritten",
         "        for first in gl.static_range(0, REGION_ROWS, 4):",
         f"            fill({plan.image}, q_smem, first, n, y0, x0)",
