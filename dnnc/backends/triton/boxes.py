@@ -229,25 +229,22 @@ def _preamble(header: list[str], constants: dict[str, int]) -> list[str]:
     ]
 
 
-def _loaded_first(epilogue: list[str]) -> list[str]:
-    """The ``epilogue``'s loads of vectors along the tile's columns (a bias), issued before
-    the consumer's product so that they arrive while it multiplies (``pingpong.hoisted_loads``)."""
-    return [f"    {line}" for line in pingpong.hoisted_loads(epilogue)[0]]
-
-
-def _stored(epilogue: list[str]) -> list[str]:
-    """A consumer's epilogue on its tile (``epilogue``, leaving ``result``, less the loads
-    ``_loaded_first`` issued before its product) and the result's way out: once the
-    consumer's last tile has left its buffer, through it and a TMA box of the output (what
-    lies past the image's edges is not written)."""
-    return [
+def _consumer_epilogue(epilogue: list[str]) -> tuple[list[str], list[str]]:
+    """A consumer's lines around its product: before it, the ``epilogue``'s loads of vectors
+    along the tile's columns (a bias, ``pingpong.hoisted_loads``), so that they arrive
+    while it multiplies; after it, the rest of the epilogue on its tile (leaving ``result``)
+    and the result's way out: once the consumer's last tile has left its buffer, through it
+    and a TMA box of the output (what lies past the image's edges is not written)."""
+    head, rest = pingpong.hoisted_loads(epilogue)
+    stored = [
         "        tma.store_wait(0)  # this consumer's last tile has left its buffer",
-        *(f"    {line}" for line in pingpong.hoisted_loads(epilogue)[1]),
+        *(f"    {line}" for line in rest),
         "        buf.store(result)",
         "        fence_async_shared()",
         "        tma_store(o_tile, [tile_n, tile_y, tile_x, off_n], viewed(buf, [1, BOX_H, BOX_W, BLOCK_N]))",
         "    tma.store_wait(0)",
     ]
+    return [f"    {line}" for line in head], stored
 
 
 def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, int, int], epilogue: list[str]) -> str:
@@ -258,6 +255,7 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
     patch's image, first row and column) and ``off_n`` (its first channel), and leaves the
     output tile in ``result``."""
     bh, bw, bn, stages = tile
+    first, stored = _consumer_epilogue(epilogue)
     constants = {
         "BOX_H": bh,
         "BOX_W": bw,
@@ -330,9 +328,9 @@ def module_text(header: list[str], name: str, plan: Plan, tile: tuple[int, int, 
         "    buf = c_bufs.index(ME)",
         "    for j in range(ME, tiles, 2):",
         "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
-        *_loaded_first(epilogue),
+        *first,
         *pingpong.k_loop(),
-        *_stored(epilogue),
+        *stored,
     ]
     lines += pingpong.consumers()
     lines += [
@@ -387,6 +385,7 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
     pointers = ", ".join(plan.pointers)
     dtype = f"gl.{pingpong.GL_TYPES[plan.elem]}"
     descs = "x_tile, w_tile, o_tile"
+    first, stored = _consumer_epilogue(epilogue)
     lines = [
         *_preamble(header, constants),
         "MATRIX = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2))",
@@ -440,7 +439,7 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
         "    mbarrier.wait(w_ready, 0)",
         "    for j in range(ME, tiles, 2):",
         "        tile_n, tile_y, tile_x, off_n = tile_origin(pid + j * programs)",
-        *_loaded_first(epilogue),
+        *first,
         "        acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, ACC)",
         "        mbarrier.wait(ready.index(ME), (j // 2) & 1)",
         "        for tap in gl.static_range(9):",
@@ -448,7 +447,7 @@ def copies_module_text(header: list[str], name: str, plan: Plan, patch: tuple[in
         "            acc = warpgroup_mma(rows, w_bufs.index(tap).permute((1, 0)), acc, use_acc=tap > 0, is_async=True)",
         "        acc = warpgroup_mma_wait(0, deps=(acc,))",
         "        mbarrier.arrive(empty.index(ME))",
-        *_stored(epilogue),
+        *stored,
     ]
     lines += pingpong.consumers()
     lines += [

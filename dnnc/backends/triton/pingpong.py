@@ -123,17 +123,16 @@ def hoisted_loads(epilogue: list[str]) -> tuple[list[str], list[str]]:
     take the registers the accumulator needs. Every line of an epilogue assigns a new name;
     where one does not, nothing is hoisted."""
     parsed = [_ASSIGNMENT.match(line) for line in epilogue]
-    if not all(parsed):
+    assignments = [(m.group(1), m.group(2)) for m in parsed if m is not None]
+    names = [name for name, _ in assignments]
+    if len(assignments) != len(epilogue) or len(set(names)) != len(names):
         return [], epilogue
-    names = [m.group(1) for m in parsed if m]
-    if len(set(names)) != len(names):
-        return [], epilogue
-    reads = {m.group(1): set(_NAME.findall(m.group(2))) for m in parsed if m}
+    reads = {name: set(_NAME.findall(expr)) for name, expr in assignments}
     tiled: set[str] = set()
     for name in names:
         if reads[name] & (TILE_NAMES | tiled):
             tiled.add(name)
-    loads = {m.group(1) for m in parsed if m and "gl.load(" in m.group(2)} - tiled
+    loads = {name for name, expr in assignments if "gl.load(" in expr} - tiled
     wanted: set[str] = set()
     for name in reversed(names):  # a line's reads come before it
         if name in loads or name in wanted:
