@@ -109,6 +109,13 @@ class Knobs:
     cuda_graph: bool = True
     """Replay a whole compiled program as one CUDA graph per input signature (captured on
     the first call after a warm-up run); off launches every kernel from Python. (DNNC_CUDA_GRAPH)"""
+    compressible_arena: bool = False
+    """Allocate a program's intermediates (its arena) in memory the GPU may store
+    compressed (``dnnc.runtime.compressible``: Compute Data Compression), where the GPU
+    offers it. Off by default: on an H200 a copy of float16 values 84% zeros ran 1.73x
+    faster in it and one of half zeros 1.03x, but ResNet-50 with random weights (half its
+    activations zero) ran no faster, 0.814 -> 0.815 ms at batch 32, 2.799 -> 2.823 at
+    batch 128 (``bench/compressible_probe.py``, BENCHMARKS.md). (DNNC_COMPRESSIBLE_ARENA)"""
     graph_fill_kernels: bool = True
     """In a captured CUDA graph (a program's replay, a candidate timed alone), write what
     a memset node writes with a fill kernel in its place (``dnnc.graph_memsets``): the
@@ -164,6 +171,7 @@ _ENV = {
     "pdl": "DNNC_PDL",
     "cuda_graph": "DNNC_CUDA_GRAPH",
     "graph_fill_kernels": "DNNC_GRAPH_FILL_KERNELS",
+    "compressible_arena": "DNNC_COMPRESSIBLE_ARENA",
     "compile_workers": "DNNC_COMPILE_WORKERS",
     "kernel_compiler": "DNNC_KERNEL_COMPILER",
     "float64": "DNNC_FLOAT64",
@@ -181,6 +189,7 @@ _BOOLS = (
     "measure_autotune",
     "cuda_graph",
     "graph_fill_kernels",
+    "compressible_arena",
     "pdl",
     "tuning_spec_defaults",
 )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
-from dnnc.runtime import sharing
+from dnnc.runtime import compressible, sharing
 from dnnc.runtime.gpu_executor import GpuExecutor, Step
 from dnnc.runtime.memory_plan import MemoryPlan, plan_memory
 from dnnc.runtime.outputs import owned_copy
@@ -74,7 +74,7 @@ class ArenaRunner:
         if shared is not None:
             self.arena = shared.arena(self.plan.peak, executor.device)
         else:
-            self.arena = torch.empty(max(self.plan.peak, 1), dtype=torch.uint8, device=executor.device)
+            self.arena = compressible.arena(self.plan.peak, executor.device)
         self._outputs: dict[int, list[torch.Tensor]] = {}
         self._returned: list[tuple[int, int]] = []
         """(step, result) of every buffer a returned value may live in."""

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import torch
 
+from dnnc.runtime import compressible
+
 _current: contextvars.ContextVar[SharedMemory | None] = contextvars.ContextVar("dnnc_shared_memory", default=None)
 
 
@@ -46,7 +48,7 @@ class SharedMemory:
         held, where = self._arena, torch.device(device)
         elsewhere = held is not None and (held.device.type != where.type or where.index not in (None, held.device.index))
         if held is None or held.numel() < nbytes or elsewhere:
-            held = self._arena = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
+            held = self._arena = compressible.arena(nbytes, device)
         return held[: max(nbytes, 1)]
 
 
