@@ -966,7 +966,10 @@ def _boxes(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSo
 
 def _stem(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSource:
     """``info``'s group as a ``stem`` kernel: the partitions ``stem`` writes around the
-    epilogue the emitter writes for the group, stored a tile's rows and channels at a time."""
+    epilogue the emitter writes for the group, computed on the product's tile as wgmma
+    leaves it. A channels-last output leaves through shared memory and a TMA box of the
+    output (``stem.module_text``); an NCHW one is converted to the layout of its stores
+    after its cast, a tile's pixel rows a channel at a time."""
     op = info.anchor
     assert isinstance(op, tcp.Conv2dOp)
     plan = stem.plan_of(info)
@@ -981,21 +984,35 @@ def _stem(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
     em.line("pid_b = 0")
     out_ix = _patch_positions(em, op, "16")
     em.line(f"cmask = (rn < {o}) & (pix < BP)")  # every position of a tile is in the output (``stem.plan_of``)
+    positions = list(em.lines)
     em.anchors[op.results[0]] = (out_ix, "acc")
     em.tile = "(BLOCK_M, BLOCK_N)"
     em.columns = Columns(frozenset({"rn", "o_i", "pid_b", "pid_n"}), "cmask", f"rn < {o}")
     elem = pingpong.GL_TYPES[plan.elem]
+    stores: list[str] = []
+    descriptors: tuple[TileDescriptor, ...] = ()
+    if plan.channels_last:
+        stored: list[int] = []
+        store_outputs(em, info, outs, out_ix, "cmask", _whole_tile_store(em, op, plan.elem, stored))
+        if not stored:
+            raise CodegenError(f"{op.name}: a stem kernel stores its channels-last output as whole tiles")
+        descriptors = (stem.output_descriptor(plan),)
+        for d in descriptors:
+            signature[d.param] = pingpong.descriptor_type(plan.elem, d.block)
+    else:
 
-    def store(i: int, y: SSAValue, ix: Index) -> bool:
-        em.line(f"gl.store({outs[i]} + {em.flat(ix)}, {em.value(y, ix, 'cmask')}.to(gl.{elem}), mask=cmask)")
-        return True
+        def store(i: int, y: SSAValue, ix: Index) -> bool:
+            em.line(f"s{i} = gl.convert_layout({em.value(y, ix, 'cmask')}.to(gl.{elem}), STORE)")
+            stores.append(f"    gl.store({outs[i]} + {em.flat(ix)}, s{i}, mask=cmask)")
+            return True
 
-    store_outputs(em, info, outs, out_ix, "cmask", store)
+        store_outputs(em, info, outs, out_ix, "cmask", store)
     epilogue = pingpong.translate(em.lines)
+    way_out = pingpong.translate(positions + stores) if stores else []
     name = f"dnnc_{info.kind}_stem"
-    text = stem.module_text(described(info), name, plan, config["STEM"], epilogue)
+    text = stem.module_text(described(info), name, plan, config["STEM"], epilogue, way_out)
     text, options = pingpong.with_pdl(text, name, dict(stem.OPTIONS), config)
-    return KernelSource(info.kind, name, text, signature, stem.grid(plan), options)
+    return KernelSource(info.kind, name, text, signature, stem.grid(plan), options, descriptors)
 
 
 def generate(

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from dnnc.backends.triton import pingpong
-from dnnc.backends.triton.skeleton import INT32_LIMIT, GroupInfo, anchor_axes, gathers, pointer_names
+from dnnc.backends.triton.skeleton import INT32_LIMIT, GroupInfo, TileDescriptor, anchor_axes, gathers, pointer_names
 from dnnc.ir import tcp
 from dnnc.ir.analysis import TO_NHWC
 from dnnc.ir.attrs import ints, scalar
@@ -182,12 +182,18 @@ def plan_of(info: GroupInfo) -> Plan | None:
     return Plan(n, c, h, w, kh, kw, (pad[0], pad[2]), (ho, wo), image, weight, tuple(signature), elem, last)
 
 
-def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue: list[str]) -> str:
+def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue: list[str], way_out: list[str]) -> str:
     """The kernel module: ``header`` (the group's IR as comments), the loader and product
-    partitions, and the kernel ``name`` whose parameters are the group's pointers. The
-    ``epilogue`` runs on ``acc``, a 64 x BH * 16 tile (output channels by pixels), with
-    ``rn`` (each row's channel), ``pix`` (each column's place in the tile, 16 a row) and the
-    tile's image, first row and column (``tile_n``, ``tile_y``, ``tile_x``)."""
+    partitions, and the kernel ``name`` whose parameters are the group's pointers (then
+    ``o_tile``, the output's TMA descriptor, where the output is channels-last). The
+    ``epilogue`` runs on ``acc``, the 64 x BH * 16 tile (output channels by pixels) in the
+    layout wgmma leaves it, with ``rn`` (each row's channel), ``pix`` (each column's place
+    in the tile, 16 a row) and the tile's image, first row and column (``tile_n``,
+    ``tile_y``, ``tile_x``). A channels-last output's epilogue leaves the tile in
+    ``result``, which goes out through shared memory and a TMA box of the output; an NCHW
+    one's leaves its values converted to the stores' layout, and ``way_out`` (run with
+    ``rn`` and ``pix`` in that layout) stores them. Converting the float32 accumulator
+    before the epilogue, as the kernel did, moved twice the bytes through shared memory."""
     taps_h, taps_w = plan.taps
     constants = {
         "BH": BH,
@@ -214,6 +220,7 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "TILES": plan.tiles,
     }
     pointers = ", ".join(plan.pointers)
+    out = "o_tile, o_smem, " if plan.channels_last else ""
     dtype = f"gl.{pingpong.GL_TYPES[plan.elem]}"
     # on the 64 x BP tile: a thread's 8 channels of one pixel (channels-last stores) or 8
     # pixels of one channel
@@ -223,16 +230,19 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "",
         "from triton.experimental import gluon",
         "from triton.experimental.gluon import language as gl",
-        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait",
+        "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait",
         "",
-        "# Triton 3.6 names it thread_barrier; later versions barrier.",
+        "# Triton 3.6 names these thread_barrier and async_copy_shared_to_global; later versions barrier, async_store.",
         'thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier',
+        'tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global',
         "",
         *(f"{k} = gl.constexpr({v})" for k, v in constants.items()),
         "MATRIX = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=2))",
         "COPIES = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=16, rank=3))",
         "ACC = gl.constexpr(gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BP, 16]))",
         f"STORE = gl.constexpr(gl.BlockedLayout({store}))",
+        "OUT = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2))",
+        "O_VIEW = gl.constexpr(gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4))",
         "CELLS = gl.constexpr(gl.BlockedLayout([1, 16], [32, 1], [4, 1], [1, 0]))",
         "TAP = gl.constexpr(gl.BlockedLayout([1, 8], [16, 2], [4, 1], [1, 0]))",
         "# the region's rows of cells, and a copy's 8 and 4 rows read from them: a thread's 16",
@@ -307,7 +317,7 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "",
         "",
         "@gluon.jit",
-        "def product(ptrs, w_smem, x_smem, ready, empty, pid, programs, tiles):",
+        f"def product(ptrs, {out}w_smem, x_smem, ready, empty, pid, programs, tiles):",
         f"    {pointers}, = ptrs",
         "    for j in range(tiles):",
         "        slot = j % STAGES",
@@ -322,21 +332,30 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "        mbarrier.arrive(empty.index(slot))",
         "        # the epilogue's tile is the product's, channels by pixels: its row and column",
         "        # positions broadcast the other way round from a product kernel's",
-        "        acc = gl.convert_layout(acc_t, STORE)",
+        "        acc = acc_t",
         "        tile_n, tile_y, tile_x = origin(pid + j * programs)",
-        "        pix = gl.arange(0, BP, layout=gl.SliceLayout(0, STORE))[None, :]",
-        "        rn = gl.arange(0, 64, layout=gl.SliceLayout(1, STORE))[:, None]",
+        "        pix = gl.arange(0, BP, layout=gl.SliceLayout(0, ACC))[None, :]",
+        "        rn = gl.arange(0, 64, layout=gl.SliceLayout(1, ACC))[:, None]",
         *(f"    {line}" for line in epilogue),
+        *(_tma_way_out(dtype) if plan.channels_last else _stored_way_out(way_out)),
         "",
         "",
         "@gluon.jit",
-        f"def {name}({pointers}):",
+        f"def {name}({pointers}{', o_tile' if plan.channels_last else ''}):",
         f"    w_smem = gl.allocate_shared_memory({dtype}, [TAPS_H * TAPS_W, 64, 16], MATRIX)",
         "    # a stage: 4 copies of PITCH cell rows (BH + 3 read), as 3 blocks of 16 rows",
         f"    x_smem = gl.allocate_shared_memory({dtype}, [STAGES * 3, 16, 16, 16], COPIES)",
         "    # the loader's region of the tile: REGION_ROWS rows of REGION cells, and the cells",
         "    # a copy's last view reads past it",
         f"    q_smem = gl.allocate_shared_memory({dtype}, [REGION_ROWS * REGION + 8, 1, 16], PLAIN)",
+        *(
+            [
+                "    # the output tile on its way out through TMA",
+                f"    o_smem = gl.allocate_shared_memory({dtype}, [BP, 64], OUT)",
+            ]
+            if plan.channels_last
+            else []
+        ),
         "    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
         "    for i in gl.static_range(STAGES):",
@@ -360,12 +379,46 @@ def module_text(header: list[str], name: str, plan: Plan, stages: int, epilogue:
         "    tiles = gl.cdiv(TILES - pid, programs)",
         f"    ptrs = ({pointers},)",
         "    gl.warp_specialize(",
-        "        [(product, (ptrs, w_smem, x_smem, ready, empty, pid, programs, tiles)),",
+        f"        [(product, (ptrs, {out}w_smem, x_smem, ready, empty, pid, programs, tiles)),",
         "         (loader, (ptrs, x_smem, q_smem, ready, empty, pid, programs, tiles))],",
         f"        [4], [{LOADER_REGS}])",
         "",
     ]
     return "\n".join(lines)
+
+
+def _tma_way_out(dtype: str) -> list[str]:
+    """A channels-last tile's way out: its pixels' rows of 64 channels stored into
+    ``o_smem`` (the tile transposed, once the previous tile has left it), then a TMA box
+    ``[1, BH, 16, 64]`` of the NHWC output."""
+    return [
+        "        tma.store_wait(0)  # the last tile has left o_smem",
+        "        o_smem.permute((1, 0)).store(result)",
+        "        fence_async_shared()",
+        f"        tma_store(o_tile, [tile_n, tile_y, tile_x, 0], o_smem._reinterpret({dtype}, [1, BH, 16, 64], O_VIEW))",
+        "    tma.store_wait(0)",
+    ]
+
+
+def _stored_way_out(way_out: list[str]) -> list[str]:
+    """An NCHW tile's way out: ``way_out`` with ``rn`` and ``pix`` in the stores' layout."""
+    return [
+        "        pix = gl.arange(0, BP, layout=gl.SliceLayout(0, STORE))[None, :]",
+        "        rn = gl.arange(0, 64, layout=gl.SliceLayout(1, STORE))[:, None]",
+        *(f"    {line}" for line in way_out),
+    ]
+
+
+def output_descriptor(plan: Plan) -> TileDescriptor:
+    """The TMA descriptor a channels-last output leaves through: a tile's BH x 16 pixels of
+    64 channels, a box of the NHWC output."""
+    return TileDescriptor(
+        "o_tile",
+        plan.pointers.index("out0"),
+        (plan.n, plan.out[0], plan.out[1], OUT_CHANNELS),
+        (1, BH, TILE_COLUMNS, OUT_CHANNELS),
+        gluon=True,
+    )
 
 
 def grid(plan: Plan) -> tuple[int, int, int]:
