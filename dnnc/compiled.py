@@ -174,6 +174,20 @@ class CompiledModule(InferenceModule):
             self._index_check.after_call()
         return self._structured(outputs)
 
+    def check_steps(self, *args: Any) -> list[Any]:
+        """Runs the GPU program once on ``args``, step by step outside its CUDA graph, and
+        judges each step's outputs against the reference rule of its op on the operands
+        it got (``dnnc.runtime.step_check``): a ``StepCheck`` per output, the first one
+        not ``ok`` the step to look at when the whole output is off."""
+        from dnnc.runtime.gpu_executor import GpuExecutor
+        from dnnc.runtime.step_check import check_steps
+
+        if not isinstance(self._executor, GpuExecutor):
+            raise DnncError("check_steps judges a GPU program's steps; this one runs on the reference backend")
+        flat = as_tensors(self._flatten(args))
+        check_inputs(self.input_specs, flat, self.placed)
+        return check_steps(self._executor, flat)
+
     def bind(self, *args: Any) -> Binding:
         """Bind the program to these input tensors for a loop that fills them and calls
         ``replay()`` (``runtime.binding``): the inputs are checked once, here, and on a

@@ -104,5 +104,12 @@ def check_on_gpu(name: str, model: torch.nn.Module, inputs: tuple[torch.Tensor, 
     bound = max(2 * eager_err, 2 * folding_err, GPU_TOLERANCE[dtype])
     assert err <= bound, (
         f"{name}: relative error {err:.2e} vs float64; eager {dtype} has {eager_err:.2e}, "
-        f"BatchNorm folded into {dtype} weights {folding_err:.2e} (bound {bound:.2e})"
+        f"BatchNorm folded into {dtype} weights {folding_err:.2e} (bound {bound:.2e}); {_wrong_steps(compiled, on_gpu)}"
     )
+
+
+def _wrong_steps(compiled: dnnc.CompiledModule, inputs: tuple[torch.Tensor, ...]) -> str:
+    """The steps that compute something other than their ops on their own operands
+    (``CompiledModule.check_steps``), for the message of a failed check."""
+    wrong = [c.describe() for c in compiled.check_steps(*inputs) if not c.ok]
+    return "steps judged alone: " + ("; ".join(wrong[:3]) if wrong else "every step within its tolerance")
