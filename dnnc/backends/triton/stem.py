@@ -35,7 +35,11 @@ NHWC -> NHWC (``fusion.reduction_prologue``), ran 44.8 us at batch 32 and 157.0 
 program's kernels 0.866 -> 0.847 and 2.727 -> 2.658 ms.
 
 The epilogue is the one ``KernelEmitter`` writes for the group (``kernels._stem``), its
-``tl.`` calls taken to their ``gl.`` twins (``pingpong.translate``). Gluon has no
+``tl.`` calls taken to their ``gl.`` twins (``pingpong.translate``), run on the
+accumulator in wgmma's layout; a channels-last tile then leaves through shared memory and
+a TMA box of the output. Converting the float32 accumulator through shared memory before
+the epilogue, as the kernel did, ran the stem 44.6 / 152.4 us in ResNet-50's program at
+batch 32 / 128; now 39.7 / 132.2. Gluon has no
 interpreter: the kernel is built for sm_90 only and checked numerically on the GPU.
 """
 
