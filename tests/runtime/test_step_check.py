@@ -7,26 +7,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 import dnnc
 from dnnc.errors import DnncError
 from dnnc.pipeline import lower_for_gpu, to_canonical_tcp
 from dnnc.runtime.gpu_executor import GpuExecutor
 from dnnc.runtime.step_check import check_steps, first_wrong
-
-
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.c1 = nn.Conv2d(8, 16, 3, padding=1)
-        self.c2 = nn.Conv2d(16, 16, 1)
-        self.fc = nn.Linear(16, 5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(self.c1(x))
-        y = torch.relu(self.c2(y) + y)
-        return self.fc(y.mean((2, 3)))
+from tests.runtime.test_gpu_executor_cpu import Net
 
 
 @pytest.fixture
