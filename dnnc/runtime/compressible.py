@@ -1,10 +1,12 @@
 """Device memory the GPU may keep compressed (Compute Data Compression, Ampere and later).
 
 An allocation made with ``cuMemCreate`` and the generic compression type lets the memory
-system store a block of it in fewer bytes when its contents allow, zeros above all:
-activations after a ReLU are half zeros or more, and the DRAM-bound layers of a
-convolutional network move fewer bytes between L2 and DRAM. Nothing changes for the
-kernels: the addresses and the values are the same; only the allocation differs.
+system store a block of it in fewer bytes when its contents allow, and move fewer bytes
+between L2 and DRAM. Nothing changes for the kernels: the addresses and the values are
+the same; only the allocation differs. On an H200 (``bench/compressible_probe.py``) a copy
+of float16 values 84% zeros ran 1.73x faster in it, half zeros scattered at random (a
+ReLU of normal values) 1.03x, dense values 0.97x; ResNet-50 with random weights ran no
+faster, so a program's arena is put here only where ``compressible_arena`` asks.
 
 ``empty_bytes`` hands out such memory as a ``torch.uint8`` tensor where the GPU grants
 it, and ``None`` elsewhere (no driver bindings, a GPU without the feature, or the driver
