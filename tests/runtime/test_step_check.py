@@ -81,3 +81,20 @@ def test_every_step_of_a_float16_gpu_program_passes_and_a_wrong_one_is_named(rng
     finally:
         step.kernel.launch = launch
     assert wrong is not None and wrong.index == index
+
+
+def test_a_step_the_reference_cannot_run_is_reported_not_judged(executor, monkeypatch) -> None:
+    from dnnc.runtime import step_check
+
+    gpu, x = executor
+    real = step_check.execute
+
+    def refuse_the_first(op, operands, env):
+        if op is gpu.steps[0].op:
+            raise DnncError("the reference backend has no rule for it")
+        return real(op, operands, env)
+
+    monkeypatch.setattr(step_check, "execute", refuse_the_first)
+    checks = check_steps(gpu, [x])
+    assert checks[0].unjudged and checks[0].ok and "not judged" in checks[0].describe()
+    assert first_wrong(checks) is None and all(not c.unjudged for c in checks[1:])
