@@ -127,6 +127,8 @@ def compile_command(
         for shown, example in checked_inputs(compiled, inputs):
             with console.status(f"checking against PyTorch eager{shown}"):
                 verdict = check_against_eager(compiled, module, example)
+            if not verdict.ok:
+                report_wrong_steps(compiled, example)
             report_check(verdict, shown)
 
 
@@ -180,7 +182,13 @@ def _compile_stablehlo(path: Path, output: Path | None, device: str | None, targ
         compiled.save(output)
     print_summary(compiled, output)
     if check:
-        report_check(check_against_reference(compiled, reference))
+        verdict = check_against_reference(compiled, reference)
+        if not verdict.ok:
+            from dnnc.inputs import random_tensor
+
+            g = torch.Generator().manual_seed(0)
+            report_wrong_steps(compiled, tuple(random_tensor(tuple(s.shape), s.dtype, g) for s in compiled.input_specs))
+        report_check(verdict)
 
 
 def _compile_showing_progress(name: str, compile_it: Callable[[], Any]) -> Any:
@@ -281,6 +289,28 @@ def print_summary(compiled: Any, output: Path) -> None:
         peak = whole.memory_peak_bytes
         arena = f"; memory plan peak {peak / 1e6:.1f} MB" if peak is not None else ""
         console.print(f"wrote {output} ({output.stat().st_size / 1e6:.1f} MB, target {compiled.target}{arena})")
+
+
+WRONG_STEPS_SHOWN = 5
+
+
+def report_wrong_steps(compiled: Any, example: tuple[Any, ...]) -> None:
+    """Where a GPU program's output is off: each step judged alone against its op's
+    reference rule on the operands it got (``CompiledModule.check_steps``), the steps over
+    their tolerance printed, the first of them the kernel to look at."""
+    if getattr(compiled, "device", None) != "cuda" or not hasattr(compiled, "check_steps"):
+        return
+    on_device = tuple(x.to(compiled.placed) if isinstance(x, torch.Tensor) else x for x in example)
+    with console.status("judging each step alone"):
+        checks = compiled.check_steps(*on_device)
+    wrong = [c for c in checks if not c.ok]
+    if not wrong:
+        console.print("each step, judged alone on its own inputs, is within its tolerance")
+        return
+    for check in wrong[:WRONG_STEPS_SHOWN]:
+        console.print(escape(check.describe()))
+    if len(wrong) > WRONG_STEPS_SHOWN:
+        console.print(f"and {len(wrong) - WRONG_STEPS_SHOWN} more steps over their tolerance")
 
 
 def report_check(verdict: Verdict, where: str = "") -> None:

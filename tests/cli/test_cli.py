@@ -261,3 +261,36 @@ def test_ops_lists_both_tables() -> None:
 def test_module_entry_point() -> None:
     result = subprocess.run([sys.executable, "-m", "dnnc", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "compile" in result.stdout and "opt" in result.stdout
+
+
+def test_a_failed_check_on_a_gpu_program_names_the_wrong_steps(capsys) -> None:
+    """``--check``'s failure on a GPU program prints (to stderr) the steps that, judged alone, are
+    over their tolerance (``CompiledModule.check_steps``); a CPU program has none to judge."""
+    from dnnc.cli import compile as cli_compile
+    from dnnc.runtime.step_check import StepCheck
+
+    def check(index: int, error: float) -> StepCheck:
+        return StepCheck(index, "triton", "conv2d: conv2d, add", 0, (2, 4), torch.float16, error, 8e-3)
+
+    class GpuProgram:
+        device, placed = "cuda", torch.device("cpu")
+
+        def __init__(self, checks: list[StepCheck]) -> None:
+            self.checks, self.seen = checks, None
+
+        def check_steps(self, *args):
+            self.seen = args
+            return self.checks
+
+    x = torch.randn(2, 3)
+    wrong = GpuProgram([check(0, 1e-3), check(1, 0.3), check(2, 2e-3)])
+    cli_compile.report_wrong_steps(wrong, (x,))
+    out = capsys.readouterr().err
+    assert "step 1 (triton conv2d: conv2d, add)" in out and "WRONG" in out and "step 0" not in out
+    assert wrong.seen is not None and torch.equal(wrong.seen[0], x)
+    cli_compile.report_wrong_steps(GpuProgram([check(0, 1e-3)]), (x,))
+    assert "within its tolerance" in capsys.readouterr().err
+    cpu = GpuProgram([check(0, 1.0)])
+    cpu.device = "cpu"
+    cli_compile.report_wrong_steps(cpu, (x,))
+    assert capsys.readouterr().err == "" and cpu.seen is None
