@@ -1012,7 +1012,11 @@ def _stem(info: GroupInfo, config: dict[str, int], interpret: bool) -> KernelSou
     name = f"dnnc_{info.kind}_stem"
     text = stem.module_text(described(info), name, plan, config["STEM"], epilogue, way_out)
     text, options = pingpong.with_pdl(text, name, dict(stem.OPTIONS), config)
-    return KernelSource(info.kind, name, text, signature, stem.grid(plan), options, descriptors)
+    source = KernelSource(info.kind, name, text, signature, stem.grid(plan), options, descriptors)
+    if descriptors:  # an output TMA cannot take (unaligned) goes through the pointer kernel
+        plain = {key: v for key, v in config.items() if key not in ("STEM", "PDL")}
+        source.fallback = _product(info, {**plain, "num_warps": 4, "num_stages": 3}, interpret)
+    return source
 
 
 def generate(

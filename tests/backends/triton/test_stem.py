@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from dnnc.backends.reference.interpreter import ReferenceExecutor
 from dnnc.backends.triton import stem
 from dnnc.backends.triton.configs import candidates, config_problem
 from dnnc.backends.triton.emitter import CodegenError
 from dnnc.backends.triton.kernels import generate
+from dnnc.backends.triton.launch import TritonKernel
 from dnnc.backends.triton.skeleton import GroupInfo
-from dnnc.ir.types import shape_of
+from dnnc.ir.types import element_of, shape_of, torch_dtype
 from tests.backends.triton.helpers import (
     assert_group_kernel_matches_reference,
     capability,
@@ -25,6 +27,7 @@ from tests.backends.triton.helpers import (
     typed_program,
 )
 from tests.bench.sm90_build import compiled_json
+from tests.numerics import assert_matches
 
 
 def stem_ir(
@@ -144,6 +147,8 @@ def test_the_source_holds_the_partitions_and_the_emitters_epilogue(monkeypatch: 
     assert "o_smem.permute((1, 0)).store(result)" in last.text and "tma_store(o_tile, [tile_n, tile_y, tile_x, 0]" in last.text
     (descriptor,) = last.descriptors
     assert descriptor.param == "o_tile" and descriptor.shape == (2, 32, 32, 64) and descriptor.block == (1, 8, 16, 64)
+    # an output TMA cannot take runs the group's pointer kernel instead
+    assert last.fallback is not None and not last.fallback.descriptors and "gluon" not in last.fallback.text
 
 
 def test_under_the_interpreter_there_is_no_stem_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,3 +224,23 @@ def test_a_stem_kernel_runs_in_a_program_and_its_artifact_keeps_it(tmp_path: Pat
     run_passes(program, TRITON_ALONE_STAGE)  # the Triton group the partitioner lowers for it
     records = replayed_saved_and_loaded(program, [(4, 3, 64, 64)], "STEM", rng, tmp_path / "stem.dnnc", CONFIG)
     assert [r["config"].get("STEM") for r in records] == [2] and "object" in records[0]
+
+
+def test_the_pointer_kernel_a_channels_last_stem_falls_back_to_matches_reference(
+    monkeypatch: pytest.MonkeyPatch, rng: torch.Generator
+) -> None:
+    """Where TMA cannot take the output (an unaligned tensor), the launch runs the group's
+    pointer kernel: under the interpreter here, against the reference."""
+    monkeypatch.setattr(stem, "available", lambda: True)
+    program = typed_program(CASES["resnet_channels_last"], "f16", "stem")
+    inputs = [torch.randn(shape_of(t), generator=rng).to(torch_dtype(t.element_type)) for t in program.input_types]
+    (expected,) = ReferenceExecutor(program).run(inputs)
+    group = fused_group(program)
+    fallback = generate(group, CONFIG, info=GroupInfo.of(group)).fallback
+    plain = {k: v for k, v in CONFIG.items() if k != "STEM"} | {"num_stages": 3}
+    kernel = TritonKernel(fallback, DEVICE, capability(DEVICE), plain)
+    (y,) = group.outputs
+    out = torch.empty(shape_of(y), dtype=torch_dtype(element_of(y)), device=DEVICE)
+    args = {a: x.to(DEVICE) for a, x in zip(program.entry.body.block.args, inputs)}
+    kernel.launch([args[v] for v in group.operands], [out])
+    assert_matches(out.cpu(), expected, torch.float16)
