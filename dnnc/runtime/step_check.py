@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from dnnc.backends.reference.interpreter import ReferenceExecutor, execute
+from dnnc.backends.reference import ReferenceExecutor, execute
 from dnnc.errors import DnncError
 from dnnc.numerics import TOLERANCE, relative_error
 from dnnc.runtime.gpu_executor import GpuExecutor, Step
