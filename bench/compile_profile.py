@@ -45,6 +45,7 @@ from bench.memory_peak import at_peak, recorded
 from bench.suite.workloads import WORKLOADS
 from dnnc import knobs
 from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
+from dnnc.ir.analysis import inner_op_names
 from dnnc.ir.types import describe
 from dnnc.runtime.profile import random_inputs, step_buffers, step_times_ms
 
@@ -158,7 +159,7 @@ def profile(
         {
             "backend": s.backend,
             "kind": group_attr(s.op, GROUP_KIND_ATTR) or s.op.name,
-            "ops": _op_names(s.op),
+            "ops": inner_op_names(s.op),
             "result": describe(s.op.results[0].type) if s.op.results else "",
             "ms": ms,
             "replayed_ms": replayed.get(i),
@@ -255,12 +256,6 @@ def contenders_seen(covers: list[dict[str, Any]]) -> Any:
         yield
     finally:
         Partition.whole_program_check = original  # type: ignore[method-assign]
-
-
-def _op_names(op: Any) -> list[str]:
-    """The tcp ops inside a step's group (the op itself where it has no body)."""
-    names = [inner.name.split(".")[-1] for region in op.regions for block in region.blocks for inner in block.ops]
-    return [n for n in names if n not in ("yield", "return")] or [op.name.split(".")[-1]]
 
 
 def _replayed_ms(executor: Any) -> dict[int, float]:

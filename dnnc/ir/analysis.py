@@ -16,6 +16,13 @@ from dnnc.ir.types import numel, shape_of
 SOURCE_OPS = tcp.SOURCE_OPS
 
 
+def inner_op_names(op: Operation) -> list[str]:
+    """The ops inside ``op``'s body by short name (a group's, a cuDNN graph's), its
+    terminator left out; the op's own name where it has no body."""
+    names = [inner.name.split(".")[-1] for region in op.regions for block in region.blocks for inner in block.ops]
+    return [n for n in names if n not in ("yield", "return")] or [op.name.split(".")[-1]]
+
+
 def compile_time_values(block: Block) -> set[SSAValue]:
     """Values computable before any input is known: sources, and pure tcp ops whose
     operands are all compile-time (isolated groups are left to their backend)."""

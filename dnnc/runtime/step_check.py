@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import torch
 
+from dnnc.backends.interface import GROUP_KIND_ATTR, group_attr
 from dnnc.backends.reference import ReferenceExecutor, execute
 from dnnc.errors import DnncError
+from dnnc.ir.analysis import inner_op_names
 from dnnc.numerics import TOLERANCE, relative_error
 from dnnc.runtime.gpu_executor import GpuExecutor, Step
 
@@ -67,10 +69,7 @@ class StepCheck:
 
 def _kind(step: Step) -> str:
     op = step.op
-    ops = [o.name.split(".")[-1] for o in op.regions[0].block.ops][:-1] if op.regions else []
-    kind = op.attributes.get("kind")
-    named = getattr(kind, "data", None)
-    return f"{named or op.name}: {', '.join(ops)}" if ops else (named or op.name)
+    return f"{group_attr(op, GROUP_KIND_ATTR) or op.name}: {', '.join(inner_op_names(op))}"
 
 
 def _on_cpu(t: torch.Tensor) -> torch.Tensor:
