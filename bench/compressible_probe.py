@@ -31,8 +31,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TOLERANCE = 2e-2
-"""Largest difference allowed against float32, relative to its largest magnitude (fp16)."""
 PATTERNS = {
     "normal": lambda x: x,
     "relu": torch.relu,
@@ -92,13 +90,9 @@ def copy_and_read_ms(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
     )
 
 
-def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
-    """NaN where either holds a NaN: callers compare with ``not error <= TOLERANCE``."""
-    return float((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-6))
-
-
 def program(name: str) -> dict:
     import dnnc
+    from bench.batch_split_probe import TOLERANCE, relative_error
     from bench.gpu_timing import fp16_inputs, median_ms
     from bench.suite.workloads import WORKLOADS
     from dnnc import knobs
